@@ -1,0 +1,1 @@
+"""dedup: near-duplicate article detection and review with SimHash."""

@@ -1,0 +1,183 @@
+"""Normalise article text so that reposts in another dress fingerprint like their original."""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from functools import cache
+from importlib import resources
+
+import numpy as np
+
+from dedup.engine.config import Config
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+
+# Only well-known tag names count as markup, so that "a<b and c>d" in plain text survives.
+_BLOCK_TAGS = (
+    "address|article|aside|blockquote|br|dd|div|dl|dt|figcaption|figure|footer|form|h[1-6]"
+    "|header|hr|li|main|nav|ol|p|pre|section|table|tbody|td|tfoot|th|thead|title|tr|ul"
+)
+_INLINE_TAGS = (
+    "a|abbr|b|bdi|bdo|big|body|button|cite|code|del|dfn|em|font|head|html|i|img|input|ins|kbd"
+    "|label|link|mark|meta|noscript|q|s|samp|small|span|strike|strong|sub|sup|time|tt|u|var|wbr"
+)
+_DROP_ELEMENTS = re.compile(
+    r"<(script|style|template|svg)\b[^>]*>.*?</\1\s*>|<!--.*?-->|<!doctype[^>]*>",
+    re.IGNORECASE | re.DOTALL,
+)
+_BLOCK_TAG = re.compile(rf"</?(?:{_BLOCK_TAGS})\b[^<>]*>", re.IGNORECASE)
+_INLINE_TAG = re.compile(rf"</?(?:{_INLINE_TAGS})\b[^<>]*>", re.IGNORECASE)
+# Markup is stripped only from text that is clearly HTML: a real page closes its tags (and
+# escapes a literal "<"), so plain text that merely contains "<" and ">" is left alone.
+_LOOKS_LIKE_HTML = re.compile(
+    rf"</(?:{_BLOCK_TAGS}|{_INLINE_TAGS})\s*>|<(?:{_BLOCK_TAGS}|script|style)\b[^<>]*>|<!--"
+    r"|<!doctype",
+    re.IGNORECASE,
+)
+_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+\d*);", re.IGNORECASE)
+
+# Whitespace inside Chinese text is an artefact (line wrapping, scrapers), never a word break.
+# A blank line (paragraph break) stays. The pattern starts with the whitespace and looks behind
+# only then, which lets the regex engine skip quickly to candidates.
+_CJK_GAP = re.compile(
+    rf"(?:[^\S\n](?<=[{_CJK}][^\S\n])[^\S\n]*\n?|\n(?<=[{_CJK}]\n))[^\S\n]*(?=[{_CJK}])"
+)
+
+
+def strip_html(text: str) -> str:
+    """Return the text of an HTML page: markup, scripts and comments removed, entities decoded."""
+    if not _LOOKS_LIKE_HTML.search(text):
+        return html.unescape(text) if _ENTITY.search(text) else text
+    text = _DROP_ELEMENTS.sub(" ", text)
+    text = _BLOCK_TAG.sub("\n", text)
+    text = _INLINE_TAG.sub("", text)
+    return html.unescape(text)
+
+
+@cache
+def _t2s_table() -> dict[str, str]:
+    lines = resources.files("dedup.engine").joinpath("data/t2s.tsv").read_text("utf-8")
+    return dict(line.split("\t") for line in lines.splitlines() if line and line[0] != "#")
+
+
+@cache
+def _opencc_t2s():
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+@cache
+def _traditional_mask() -> np.ndarray:
+    mask = np.zeros(_TABLE_SIZE + 1, dtype=bool)
+    mask[[ord(c) for c in _t2s_table() if ord(c) < _TABLE_SIZE]] = True
+    return mask
+
+
+def fold_traditional(text: str) -> str:
+    """Convert Traditional Chinese to Simplified, phrase by phrase, with OpenCC's t2s.
+
+    Phrases matter: 瞭 is 了 in 瞭解 but stays in 瞭望, 乾 is 干 in 乾燥 but stays in 乾隆.
+    (OpenCC's tw2s and tw2sp also undo Taiwan's variants and vocabulary, but they rewrite
+    Simplified text too: 显著 becomes 显着, 核心 becomes 内核.)
+    """
+    return _opencc_t2s().convert(text)
+
+
+# Taiwan writes 着 as 著, which t2s cannot undo without knowing the text is from Taiwan: fold
+# it everywhere, in every text alike (著名 becomes 着名 in all of them).
+_VARIANTS = {"著": "着"}
+
+
+# Code points below this are folded by table lookup; planes 0-2 hold every CJK ideograph.
+_TABLE_SIZE = 0x30000
+_WORD = re.compile(r"\w")
+
+
+@cache
+def _fold_table(nfkc: bool, casefold: bool, traditional: bool, punctuation: bool) -> np.ndarray:
+    """Return a code point -> code point table that applies the enabled one-character folds.
+
+    Character by character: NFKC, case folding, Traditional to Simplified, then punctuation and
+    symbols to "," and whitespace to " " (newlines kept, they may separate paragraphs).
+    Characters whose fold is longer than one character stay as they are here and are handled
+    by the full functions afterwards.
+    """
+    t2s = {**_t2s_table(), **_VARIANTS} if traditional else {}
+    table = np.arange(_TABLE_SIZE, dtype=np.uint32)
+    for code in range(_TABLE_SIZE):
+        if 0xD800 <= code < 0xE000:
+            continue
+        char = chr(code)
+        mapped = unicodedata.normalize("NFKC", char) if nfkc else char
+        if casefold:
+            mapped = mapped.casefold()
+        if unicodedata.category(char)[0] == "M":
+            continue  # an accent waits for NFKC to join it to its letter
+        if punctuation and not _WORD.search(mapped):  # "…" is "..." in NFKC: still one mark
+            mapped = "\n" if mapped == "\n" else " " if mapped.isspace() else ","
+        if len(mapped) == 1:
+            table[code] = ord(t2s.get(mapped, mapped))
+    return table
+
+
+def _is_traditional(codes: np.ndarray) -> bool:
+    """Tell whether a text is written in Traditional characters, not just has a few.
+
+    乾 (乾隆), 藉 or 塚 turn up in Simplified text too; the table folds those one by one. A
+    Traditional text has them by the dozen, and then phrase-level conversion pays off.
+    """
+    if not codes.size:
+        return False
+    count = int(np.count_nonzero(_traditional_mask()[np.minimum(codes, _TABLE_SIZE)]))
+    return count >= 2 and count * 100 >= codes.size
+
+
+def fold_characters(text: str, config: Config) -> str:
+    """Apply the configuration's character folds (width, case, script, punctuation)."""
+    table = _fold_table(
+        config.nfkc, config.casefold, config.fold_traditional, config.fold_punctuation
+    )
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if config.fold_traditional and _is_traditional(codes):
+        # Traditional text (rare, and slower): phrase-level conversion first, then the table.
+        text = fold_traditional(text)
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if codes.size and codes.max() >= _TABLE_SIZE:
+        codes = np.where(codes < _TABLE_SIZE, table[np.minimum(codes, _TABLE_SIZE - 1)], codes)
+    else:
+        codes = table[codes]
+    return codes.tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def normalise(text: str, config: Config) -> str:
+    """Apply the normalisation steps the configuration switches on, in a fixed order.
+
+    Character folds come first, as one table lookup (see `_fold_table`), then the sequences a
+    table cannot fold; then whitespace between Chinese characters goes.
+    """
+    if config.strip_html:
+        text = strip_html(text)
+    text = fold_characters(text, config)
+    if config.nfkc and not unicodedata.is_normalized("NFKC", text):
+        # Sequences (combining marks, compatibility ligatures) the table cannot fold alone.
+        text = fold_characters(unicodedata.normalize("NFKC", text), config)
+    if config.casefold and not text.isascii():
+        text = text.casefold()
+    if config.fold_punctuation:
+        if " " in text or "\n" in text:
+            text = _CJK_GAP.sub("", text)
+        text = text.strip(" \n,")
+    return text
+
+
+_JUNK = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufffd\ud800-\udfff\ue000-\uf8ff]")
+
+
+def junk_share(text: str) -> float:
+    """Return the share of characters that are control codes, surrogates or replacement marks."""
+    if not text or _JUNK.search(text) is None:
+        return 0.0
+    return len(_JUNK.findall(text)) / len(text)

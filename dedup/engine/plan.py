@@ -1,0 +1,221 @@
+"""Index plans: how the 64 bits split into blocks and which blocks key each table.
+
+Two fingerprints within Hamming distance k differ in at most k of b blocks, so they agree on at
+least b - k blocks (the pigeonhole principle). A plan for k_max indexes every combination of
+b - k_max blocks as a lookup key: C(b, b - k_max) tables. Any k <= k_max is answered exactly by
+the same tables: a pair within k is within k_max, so it shares a key in some table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import combinations
+
+import numpy as np
+
+BITS = 64
+# Beyond this many tables a plan stores too many copies to be of use (C(16, 8) = 12,870).
+MAX_TABLES = 5000
+
+
+class PlanError(ValueError):
+    """A plan is impossible or unusable; the message says why and what would work."""
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """What a plan costs for n stored fingerprints, assuming they are spread evenly."""
+
+    n: int
+    tables: int
+    rows: int  # index rows: one per fingerprint per table
+    key_bits: tuple[int, ...]  # key width of each table
+    expected_bucket: float  # fingerprints sharing a query's key, per table, on average
+    expected_candidates: float  # fingerprints a query compares, over all tables
+    memory_bytes: int  # in-memory index: 8-byte fingerprint + 4-byte row per table row
+
+    def describe(self) -> str:
+        """Return the cost in one line."""
+        return (
+            f"{self.tables} tables, {self.rows:,} rows, {min(self.key_bits)}-{max(self.key_bits)}"
+            f"-bit keys, ~{self.expected_bucket:,.1f} per bucket, "
+            f"~{self.expected_candidates:,.1f} candidates per query, "
+            f"{self.memory_bytes / 2**20:,.0f} MiB in memory"
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Blocks (widths from the most significant bit down) and the largest distance answered."""
+
+    widths: tuple[int, ...]
+    k_max: int
+
+    def __post_init__(self) -> None:
+        widths = tuple(int(w) for w in self.widths)
+        object.__setattr__(self, "widths", widths)
+        if any(w < 1 for w in widths) or sum(widths) != BITS:
+            raise PlanError(f"block widths must be positive and add up to 64, not {widths}")
+        if not 0 <= self.k_max < len(widths):
+            raise PlanError(
+                f"k_max={self.k_max} needs more than {self.k_max} blocks; this plan has "
+                f"{len(widths)}: use at least {self.k_max + 1}"
+            )
+        if self.table_count > MAX_TABLES:
+            raise PlanError(
+                f"{len(widths)} blocks for k_max={self.k_max} make {self.table_count:,} tables "
+                f"(at most {MAX_TABLES:,}): use fewer blocks"
+            )
+
+    @classmethod
+    def even(cls, blocks: int, k_max: int) -> Plan:
+        """Return the plan with `blocks` blocks as even as possible (wider ones first)."""
+        if not 1 <= blocks <= BITS:
+            raise PlanError(f"blocks must be from 1 to 64, not {blocks}")
+        base, extra = divmod(BITS, blocks)
+        return cls(tuple(base + (i < extra) for i in range(blocks)), k_max)
+
+    @property
+    def blocks(self) -> int:
+        """Return the number of blocks, b."""
+        return len(self.widths)
+
+    @property
+    def table_count(self) -> int:
+        """Return C(b, b - k_max)."""
+        return math.comb(len(self.widths), len(self.widths) - self.k_max)
+
+    @cached_property
+    def tables(self) -> tuple[tuple[int, ...], ...]:
+        """Return each table's key blocks, in a fixed order."""
+        return tuple(combinations(range(self.blocks), self.blocks - self.k_max))
+
+    @cached_property
+    def starts(self) -> tuple[int, ...]:
+        """Return each block's lowest bit position (block 0 holds the highest bits)."""
+        starts, top = [], BITS
+        for width in self.widths:
+            top -= width
+            starts.append(top)
+        return tuple(starts)
+
+    @cached_property
+    def key_bits(self) -> tuple[int, ...]:
+        """Return each table's key width in bits."""
+        return tuple(sum(self.widths[b] for b in table) for table in self.tables)
+
+    @property
+    def version(self) -> str:
+        """Return a stable name: it changes whenever the tables would."""
+        return f"p1-k{self.k_max}-" + ".".join(map(str, self.widths))
+
+    def keys(self, values: np.ndarray) -> np.ndarray:
+        """Return the key of every fingerprint in every table: uint64 array (tables, n)."""
+        values = np.asarray(values, dtype=np.uint64).reshape(-1)
+        out = np.zeros((self.table_count, len(values)), dtype=np.uint64)
+        for t, table in enumerate(self.tables):
+            key = out[t]
+            for block in table:
+                width = np.uint64(self.widths[block])
+                part = (values >> np.uint64(self.starts[block])) & np.uint64((1 << int(width)) - 1)
+                key <<= width
+                key |= part
+        return out
+
+    def key(self, value: int, table: int) -> int:
+        """Return one fingerprint's key in one table (pure Python, for SQL parameters)."""
+        key = 0
+        for block in self.tables[table]:
+            width = self.widths[block]
+            key = (key << width) | ((value >> self.starts[block]) & ((1 << width) - 1))
+        return key
+
+    def cost(self, n: int) -> PlanCost:
+        """Return what the plan costs for n evenly spread fingerprints."""
+        buckets = [n / 2**bits for bits in self.key_bits]
+        return PlanCost(
+            n=n,
+            tables=self.table_count,
+            rows=n * self.table_count,
+            key_bits=self.key_bits,
+            expected_bucket=sum(buckets) / len(buckets),
+            expected_candidates=sum(buckets),
+            memory_bytes=n * self.table_count * 12,
+        )
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The planner's pick and the alternatives it weighed, to be explained to a person."""
+
+    plan: Plan
+    cost: PlanCost
+    considered: tuple[tuple[Plan, PlanCost, str], ...]  # (plan, cost, verdict)
+
+    def explain(self) -> str:
+        """Return the reasoning as a small table."""
+        lines = [
+            f"n={self.cost.n:,}, k_max={self.plan.k_max}: chose {self.plan.blocks} blocks "
+            f"({self.plan.version}): {self.cost.describe()}",
+            "",
+            "blocks | tables | rows | key bits | candidates/query | memory MiB | verdict",
+        ]
+        for plan, cost, verdict in self.considered:
+            lines.append(
+                f"{plan.blocks:>6} | {cost.tables:>6,} | {cost.rows:>14,} | "
+                f"{min(cost.key_bits)}-{max(cost.key_bits):<4} | "
+                f"{cost.expected_candidates:>16,.1f} | {cost.memory_bytes / 2**20:>10,.0f} | "
+                f"{verdict}"
+            )
+        return "\n".join(lines)
+
+
+# Cost model of one query, in comparable units: a table probe costs about as much as comparing
+# this many candidates (numpy compares a few hundred fingerprints in the time of one lookup).
+PROBE_COST = 200.0
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**20:,.0f} MiB" if nbytes >= 2**20 else f"{nbytes:,} bytes"
+
+
+def plan_for(n: int, k_max: int, memory_bytes: int | None = None) -> Choice:
+    """Pick the number of blocks for n fingerprints and k_max within a memory budget.
+
+    Every b from k_max + 1 up is costed: a query pays a probe per table plus a comparison per
+    candidate. The cheapest plan that fits the budget wins; more blocks mean more tables (space)
+    and longer keys (fewer candidates, time): the classic space-for-time trade.
+    """
+    if n < 1:
+        raise PlanError(f"n must be at least 1, not {n}")
+    if not 0 <= k_max < BITS:
+        raise PlanError(f"k_max must be from 0 to 63, not {k_max}")
+    considered = []
+    best: tuple[float, Plan, PlanCost] | None = None
+    for blocks in range(k_max + 1, BITS + 1):
+        if math.comb(blocks, blocks - k_max) > MAX_TABLES:
+            break
+        plan = Plan.even(blocks, k_max)
+        cost = plan.cost(n)
+        work = cost.tables * PROBE_COST + cost.expected_candidates
+        if considered and cost.expected_candidates < 0.01 and work > considered[-1][3]:
+            break  # buckets are empty already: more blocks only add tables
+        if memory_bytes is not None and cost.memory_bytes > memory_bytes:
+            verdict = f"over the budget of {memory_bytes / 2**20:,.0f} MiB"
+        else:
+            verdict = f"query work {work:,.0f}"
+            if best is None or work < best[0]:
+                best = (work, plan, cost)
+        considered.append((plan, cost, verdict, work))
+    if best is None:
+        cheapest = min(considered, key=lambda c: c[1].memory_bytes)
+        raise PlanError(
+            f"no plan for n={n:,} and k_max={k_max} fits in {_size(memory_bytes)}; "
+            f"the smallest needs {_size(cheapest[1].memory_bytes)} "
+            f"({cheapest[0].blocks} blocks): raise the budget or lower k_max"
+        )
+    _, plan, cost = best
+    considered = tuple((p, c, "chosen" if p == plan else v) for p, c, v, _ in considered)
+    return Choice(plan, cost, considered)

@@ -1,0 +1,443 @@
+"""Index plans: block widths, tables, keys, and the planner's choice for n and k_max."""
+
+import math
+import re
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from dedup.engine.plan import MAX_TABLES, Plan, PlanCost, PlanError, plan_for
+
+MAX = 2**64 - 1
+fingerprints = st.integers(min_value=0, max_value=MAX)
+
+# A spread of plans: even ones of every shape the tests can afford, plus uneven widths.
+SAMPLE_PLANS = [
+    Plan.even(1, 0),
+    Plan.even(4, 0),
+    Plan.even(64, 0),
+    Plan.even(2, 1),
+    Plan.even(4, 3),
+    Plan.even(5, 3),
+    Plan.even(6, 3),
+    Plan.even(7, 2),
+    Plan.even(9, 8),
+    Plan.even(11, 4),
+    Plan((20, 20, 12, 12), 3),
+    Plan((1, 63), 1),
+    Plan((63, 1), 0),
+    Plan((3, 5, 7, 11, 13, 25), 2),
+]
+
+
+def bit_string_key(plan: Plan, value: int, table: int) -> int:
+    """Return the key built from the bit string: the table's blocks, concatenated in order."""
+    bits = format(value, "064b")
+    cuts = np.concatenate([[0], np.cumsum(plan.widths)]).tolist()
+    blocks = [bits[cuts[i] : cuts[i + 1]] for i in range(plan.blocks)]
+    return int("".join(blocks[b] for b in plan.tables[table]), 2)
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("widths", "k_max", "message"),
+    [
+        ((16, 16, 16), 1, "add up to 64"),
+        ((16, 16, 16, 17), 1, "add up to 64"),
+        ((32, 32, 0), 1, "positive"),
+        ((33, 32, -1), 1, "positive"),
+        ((), 0, "add up to 64"),
+        ((64,), 1, "use at least 2"),
+        ((16, 16, 16, 16), 4, "use at least 5"),
+        ((16, 16, 16, 16), 5, "use at least 6"),
+        ((32, 32), -1, "k_max=-1"),
+    ],
+)
+def test_plan_refuses_bad_widths_and_k_max(widths, k_max, message):
+    with pytest.raises(PlanError, match=re.escape(message)):
+        Plan(widths, k_max)
+
+
+def test_plan_error_is_a_value_error():
+    assert issubclass(PlanError, ValueError)
+
+
+@pytest.mark.parametrize(("blocks", "k_max"), [(16, 8), (15, 7), (20, 5), (64, 3)])
+def test_plan_with_too_many_tables_is_refused_with_count_limit_and_advice(blocks, k_max):
+    tables = math.comb(blocks, blocks - k_max)
+    assert tables > MAX_TABLES
+    with pytest.raises(PlanError) as info:
+        Plan.even(blocks, k_max)
+    message = str(info.value)
+    assert f"{tables:,} tables" in message
+    assert f"{MAX_TABLES:,}" in message
+    assert "fewer blocks" in message
+
+
+def test_plan_at_the_table_limit_is_accepted():
+    # C(32, 3) = 4,960 tables: the largest k_max=3 plan under the limit.
+    assert Plan.even(32, 3).table_count == 4960 <= MAX_TABLES
+    with pytest.raises(PlanError):
+        Plan.even(33, 3)
+
+
+@pytest.mark.parametrize("blocks", [0, -1, 65, 100])
+def test_even_refuses_block_counts_outside_1_to_64(blocks):
+    with pytest.raises(PlanError, match="from 1 to 64"):
+        Plan.even(blocks, 0)
+
+
+def test_widths_are_normalised_to_python_ints():
+    plan = Plan(tuple(np.array([16, 16, 16, 16])), 3)
+    assert plan.widths == (16, 16, 16, 16)
+    assert all(type(w) is int for w in plan.widths)
+    assert plan == Plan((16, 16, 16, 16), 3)
+
+
+# --- shape ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("blocks", "widths"),
+    [
+        (1, (64,)),
+        (2, (32, 32)),
+        (3, (22, 21, 21)),
+        (4, (16, 16, 16, 16)),
+        (5, (13, 13, 13, 13, 12)),
+        (6, (11, 11, 11, 11, 10, 10)),
+        (7, (10, 9, 9, 9, 9, 9, 9)),
+        (10, (7, 7, 7, 7, 6, 6, 6, 6, 6, 6)),
+        (16, (4,) * 16),
+        (64, (1,) * 64),
+    ],
+)
+def test_even_widths_are_as_even_as_possible_wider_first(blocks, widths):
+    assert Plan.even(blocks, 0).widths == widths
+
+
+@pytest.mark.parametrize("blocks", range(1, 65))
+def test_even_widths_sum_to_64_and_differ_by_at_most_one(blocks):
+    widths = Plan.even(blocks, 0).widths
+    assert len(widths) == blocks
+    assert sum(widths) == 64
+    assert max(widths) - min(widths) <= 1
+    assert list(widths) == sorted(widths, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("blocks", "k_max"),
+    [(b, k) for k in range(0, 9) for b in range(k + 1, 17) if math.comb(b, b - k) <= MAX_TABLES],
+)
+def test_tables_are_every_choice_of_b_minus_k_distinct_blocks(blocks, k_max):
+    plan = Plan.even(blocks, k_max)
+    assert plan.blocks == blocks
+    assert plan.table_count == math.comb(blocks, blocks - k_max) == len(plan.tables)
+    assert len(set(plan.tables)) == plan.table_count
+    for table in plan.tables:
+        assert len(table) == blocks - k_max
+        assert len(set(table)) == len(table)
+        assert list(table) == sorted(table)
+        assert all(0 <= b < blocks for b in table)
+
+
+def test_any_k_max_blocks_are_left_out_of_some_table():
+    # The pigeonhole guarantee: whichever k_max blocks differ, one table keys on the others.
+    plan = Plan.even(6, 3)
+    for differing in map(set, combinations(range(6), 3)):
+        assert any(not differing & set(table) for table in plan.tables)
+
+
+@pytest.mark.parametrize(
+    ("plan", "key_bits"),
+    [
+        (Plan.even(4, 3), (16, 16, 16, 16)),
+        (Plan.even(5, 3), (26, 26, 26, 25, 26, 26, 25, 26, 25, 25)),
+        (Plan.even(4, 0), (64,)),
+        (Plan.even(2, 1), (32, 32)),
+        (Plan((20, 20, 12, 12), 3), (20, 20, 12, 12)),
+        (Plan((20, 20, 12, 12), 2), (40, 32, 32, 32, 32, 24)),
+        (Plan((1, 63), 1), (1, 63)),
+    ],
+)
+def test_key_bits_are_the_widths_of_each_tables_blocks(plan, key_bits):
+    assert plan.key_bits == key_bits
+    assert plan.key_bits == tuple(sum(plan.widths[b] for b in t) for t in plan.tables)
+
+
+@pytest.mark.parametrize(
+    ("plan", "starts"),
+    [
+        (Plan.even(4, 3), (48, 32, 16, 0)),
+        (Plan.even(5, 3), (51, 38, 25, 12, 0)),
+        (Plan((1, 63), 1), (63, 0)),
+        (Plan.even(1, 0), (0,)),
+    ],
+)
+def test_block_zero_holds_the_highest_bits(plan, starts):
+    assert plan.starts == starts
+
+
+# --- version --------------------------------------------------------------------------------
+
+
+def test_version_is_stable_for_equal_plans():
+    assert Plan.even(5, 3).version == Plan((13, 13, 13, 13, 12), 3).version
+    assert Plan.even(5, 3).version == Plan.even(5, 3).version
+    assert Plan.even(4, 3).version == "p1-k3-16.16.16.16"
+
+
+def test_version_differs_whenever_widths_or_k_max_differ():
+    plans = {
+        Plan.even(b, k) for k in range(0, 9) for b in range(k + 1, 17) if math.comb(b, k) <= 5000
+    }
+    plans |= {
+        Plan((20, 20, 12, 12), 3),
+        Plan((12, 12, 20, 20), 3),
+        Plan((20, 20, 12, 12), 2),
+        Plan((12, 20, 20, 12), 3),
+        Plan((1, 63), 1),
+        Plan((63, 1), 1),
+        Plan((63, 1), 0),
+    }
+    versions = {p.version for p in plans}
+    assert len(versions) == len(plans)
+
+
+# --- keys -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("plan", SAMPLE_PLANS, ids=lambda p: p.version)
+@settings(max_examples=25, deadline=None)
+@given(values=st.lists(fingerprints, min_size=1, max_size=20))
+@example(values=[0, MAX, 1, 1 << 63, 0x0123456789ABCDEF])
+def test_keys_numpy_equals_key_python_equals_bit_string_construction(plan, values):
+    keys = plan.keys(np.array(values, dtype=np.uint64))
+    assert keys.shape == (plan.table_count, len(values))
+    assert keys.dtype == np.uint64
+    for t in range(plan.table_count):
+        for i, value in enumerate(values):
+            expected = bit_string_key(plan, value, t)
+            assert plan.key(value, t) == expected
+            assert int(keys[t, i]) == expected
+            assert expected < 2 ** plan.key_bits[t]
+
+
+def test_keys_of_an_empty_array_have_one_row_per_table():
+    plan = Plan.even(5, 3)
+    assert plan.keys(np.empty(0, np.uint64)).shape == (10, 0)
+
+
+def test_keys_of_the_4_block_plan_are_the_16_bit_quarters():
+    value = 0x1111_2222_3333_4444
+    plan = Plan.even(4, 3)
+    assert [plan.key(value, t) for t in range(4)] == [0x1111, 0x2222, 0x3333, 0x4444]
+
+
+def test_keys_of_k_max_0_are_the_value_itself():
+    values = np.array([0, 1, MAX, 0xDEADBEEF << 20], dtype=np.uint64)
+    for blocks in (1, 3, 8, 64):
+        assert np.array_equal(Plan.even(blocks, 0).keys(values)[0], values)
+
+
+def test_fingerprints_within_k_max_share_a_key_in_some_table():
+    plan = Plan.even(5, 3)
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        a = int(rng.integers(0, 2**64, dtype=np.uint64))
+        bits = rng.choice(64, size=3, replace=False)
+        b = a ^ sum(1 << int(x) for x in bits)
+        assert any(plan.key(a, t) == plan.key(b, t) for t in range(plan.table_count))
+
+
+# --- costs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("plan", SAMPLE_PLANS, ids=lambda p: p.version)
+@pytest.mark.parametrize("n", [1, 1000, 10**9, 2**34])
+def test_cost_rows_buckets_and_memory(plan, n):
+    cost = plan.cost(n)
+    assert isinstance(cost, PlanCost)
+    assert cost.n == n
+    assert cost.tables == plan.table_count
+    assert cost.rows == n * plan.table_count
+    assert cost.key_bits == plan.key_bits
+    buckets = [n / 2**bits for bits in plan.key_bits]
+    assert cost.expected_bucket == pytest.approx(sum(buckets) / len(buckets))
+    assert cost.expected_candidates == pytest.approx(sum(buckets))
+    assert cost.memory_bytes == n * plan.table_count * 12
+
+
+def test_cost_of_the_original_designs_at_ten_billion():
+    n = 2**34
+    four = Plan.even(4, 3).cost(n)
+    assert four.tables == 4
+    assert four.expected_bucket == 2**18  # 262,144 per bucket
+    assert four.expected_candidates == 4 * 2**18  # about a million per query
+    five = Plan.even(5, 3).cost(n)
+    assert five.tables == 10
+    # 6 tables of 26 bits (256 per bucket) and 4 of 25 bits (512): about 2,560 candidates
+    assert five.expected_candidates == 6 * 256 + 4 * 512
+    assert 256 <= five.expected_bucket <= 512
+
+
+def test_describe_gives_tables_rows_and_key_range():
+    text = Plan.even(5, 3).cost(1_000_000).describe()
+    assert "10 tables" in text
+    assert "10,000,000 rows" in text
+    assert "25-26-bit keys" in text
+
+
+# --- planner --------------------------------------------------------------------------------
+
+# The query-work model (200 per probe + candidates) crosses over at these n for k_max=3.
+FOUR_TO_FIVE = 19_728_231
+FIVE_TO_SIX = 9_828_300_449
+
+
+@pytest.mark.parametrize(
+    ("n", "widths"),
+    [
+        (1, (16, 16, 16, 16)),
+        (1000, (16, 16, 16, 16)),
+        (1_000_000, (16, 16, 16, 16)),
+        (10_000_000, (16, 16, 16, 16)),
+        (FOUR_TO_FIVE - 1, (16, 16, 16, 16)),
+        (FOUR_TO_FIVE, (13, 13, 13, 13, 12)),
+        (100_000_000, (13, 13, 13, 13, 12)),
+        (2**30, (13, 13, 13, 13, 12)),
+        (5_000_000_000, (13, 13, 13, 13, 12)),
+        (FIVE_TO_SIX - 1, (13, 13, 13, 13, 12)),
+        # The original design's 10 billion: the cost model already prefers 6 blocks there.
+        (FIVE_TO_SIX, (11, 11, 11, 11, 10, 10)),
+        (10_000_000_000, (11, 11, 11, 11, 10, 10)),
+        (2**34, (11, 11, 11, 11, 10, 10)),
+    ],
+)
+def test_plan_for_k3_chooses_the_original_layouts_by_size(n, widths):
+    choice = plan_for(n, 3)
+    assert choice.plan.widths == widths
+    assert choice.plan.k_max == 3
+    assert choice.cost == choice.plan.cost(n)
+
+
+def test_plan_for_k3_layouts_have_the_original_tables_and_key_widths():
+    four = plan_for(1_000_000, 3).plan
+    assert four.table_count == 4
+    assert set(four.key_bits) == {16}
+    five = plan_for(1_000_000_000, 3).plan
+    assert five.table_count == 10
+    assert set(five.key_bits) == {25, 26}
+
+
+@pytest.mark.parametrize("k_max", range(0, 9))
+@pytest.mark.parametrize("n", [1, 10**3, 10**6, 10**9])
+def test_plan_for_chooses_the_cheapest_even_plan_and_marks_it_chosen(n, k_max):
+    choice = plan_for(n, k_max)
+    assert choice.plan.k_max == k_max
+    assert choice.plan.blocks > k_max
+    chosen = [c for c in choice.considered if c[2] == "chosen"]
+    assert [p for p, _, _ in chosen] == [choice.plan]
+
+    def work(cost):
+        return cost.tables * 200.0 + cost.expected_candidates
+
+    assert all(work(choice.cost) <= work(c) for _, c, _ in choice.considered)
+    # ... and than every even plan under the table limit, considered or not
+    for b in range(k_max + 1, 65):
+        if math.comb(b, b - k_max) > MAX_TABLES:
+            break
+        assert work(choice.cost) <= work(Plan.even(b, k_max).cost(n))
+    blocks = [p.blocks for p, _, _ in choice.considered]
+    assert blocks == list(range(k_max + 1, k_max + 1 + len(blocks)))
+    assert all(p.table_count <= MAX_TABLES for p, _, _ in choice.considered)
+
+
+def test_plan_for_more_fingerprints_never_chooses_fewer_blocks():
+    for k_max in range(0, 9):
+        blocks = [plan_for(n, k_max).plan.blocks for n in (10**e for e in range(0, 13))]
+        assert blocks == sorted(blocks), (k_max, blocks)
+
+
+def test_tight_memory_budget_pushes_to_fewer_tables():
+    n = 10**9
+    assert plan_for(n, 3).plan.table_count == 10
+    four_tables = Plan.even(4, 3).cost(n).memory_bytes
+    ten_tables = Plan.even(5, 3).cost(n).memory_bytes
+    choice = plan_for(n, 3, memory_bytes=(four_tables + ten_tables) // 2)
+    assert choice.plan.table_count == 4
+    assert choice.cost.memory_bytes <= (four_tables + ten_tables) // 2
+    over = [p for p, _, v in choice.considered if v.startswith("over the budget")]
+    assert Plan.even(5, 3) in over
+    assert "over the budget" in choice.explain()
+
+
+def test_budget_exactly_the_smallest_plan_is_enough():
+    n = 10**6
+    need = Plan.even(4, 3).cost(n).memory_bytes
+    assert plan_for(n, 3, memory_bytes=need).plan == Plan.even(4, 3)
+    with pytest.raises(PlanError):
+        plan_for(n, 3, memory_bytes=need - 1)
+
+
+def test_budget_below_every_plan_raises_with_the_smallest_needed_size():
+    n = 10**9
+    need = Plan.even(4, 3).cost(n).memory_bytes  # 4 tables x 12 bytes x 1e9 = 45,776 MiB
+    with pytest.raises(PlanError) as info:
+        plan_for(n, 3, memory_bytes=need // 2)
+    message = str(info.value)
+    assert f"{need / 2**20:,.0f} MiB" in message
+    assert "45,776 MiB" in message
+    assert "4 blocks" in message
+    assert "n=1,000,000,000" in message
+    assert "k_max=3" in message
+
+
+def test_budget_error_for_a_small_index_still_states_a_nonzero_need():
+    # BUG (fails): sizes under 0.5 MiB are rounded to "0 MiB". n=1,000 at k_max=3 needs
+    # 48,000 bytes; a 10-byte budget is refused, but the message reads
+    # "no plan for n=1,000 and k_max=3 fits in 0 MiB; the smallest needs 0 MiB (4 blocks)".
+    with pytest.raises(PlanError) as info:
+        plan_for(1000, 3, memory_bytes=10)
+    assert "needs 0 MiB" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("n", "k_max", "message"),
+    [
+        (0, 3, "n must be at least 1"),
+        (-5, 3, "n must be at least 1"),
+        (10, -1, "k_max must be from 0 to 63"),
+        (10, 64, "k_max must be from 0 to 63"),
+    ],
+)
+def test_plan_for_refuses_bad_n_and_k_max(n, k_max, message):
+    with pytest.raises(PlanError, match=message):
+        plan_for(n, k_max)
+
+
+def test_explain_names_the_chosen_plan_and_lists_the_alternatives():
+    choice = plan_for(1_000_000, 3)
+    text = choice.explain()
+    first = text.splitlines()[0]
+    assert "n=1,000,000" in first
+    assert "k_max=3" in first
+    assert "chose 4 blocks" in first
+    assert choice.plan.version in first
+    assert choice.cost.describe() in first
+    rows = [line for line in text.splitlines() if "|" in line][1:]
+    assert len(rows) == len(choice.considered)
+    chosen = [line for line in rows if line.rstrip().endswith("chosen")]
+    assert len(chosen) == 1
+    assert chosen[0].split("|")[0].strip() == "4"
+
+
+def test_explain_of_a_large_corpus_chooses_five_blocks():
+    text = plan_for(1_000_000_000, 3).explain()
+    assert "chose 5 blocks (p1-k3-13.13.13.13.12)" in text
+    assert "10 tables" in text

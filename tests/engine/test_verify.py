@@ -1,0 +1,123 @@
+"""The detector: passages, shingles, candidates from two indexes, verified judgements."""
+
+from __future__ import annotations
+
+import opencc
+import pytest
+
+import dedup.engine.verify as verify
+from dedup.engine import Fingerprinter
+from dedup.engine.verify import Detector
+
+ARTICLE = (
+    "新华社北京1月1日电 国家主席江泽民发表1998年新年讲话，回顾过去一年的成就，展望新的世纪。"
+    "他指出，我国经济保持了持续快速健康发展的良好势头，国内生产总值比上年增长百分之八点八。"
+    "农业获得丰收，粮食总产量再创历史新高，工业生产稳步增长，外贸出口大幅度增加。"
+    "人民生活水平进一步提高，城乡居民收入继续增长，市场供应充足，物价涨幅明显回落。"
+    "他强调，新的一年要坚定不移地推进改革开放，保持社会稳定，促进经济和社会全面进步。"
+)
+OTHER = (
+    "本报讯 今年以来，全省粮食生产再获丰收，农民收入稳步增长，乡镇企业发展势头良好。"
+    "各地加大农业投入，兴修水利设施，科技兴农取得明显成效，良种覆盖率大幅提高。"
+    "农村改革不断深化，土地承包关系保持稳定，扶贫攻坚成效显著，贫困人口大幅减少。"
+    "省委要求各级党委和政府继续把农业放在经济工作的首位，确保农村经济持续发展。"
+)
+FILLER = (
+    "这是一段完全无关的评论内容，讨论的是城市交通拥堵问题以及地铁建设的长远规划。"
+    "读者认为应当优先发展公共交通，限制私家车数量，并且提高停车收费的标准。"
+    "也有专家指出，城市规划需要综合考虑人口分布、产业布局和生态环境保护等因素。"
+    "此外，共享单车的管理问题同样值得关注，乱停乱放现象在一些地区仍然比较突出。"
+) * 2
+
+
+@pytest.fixture(scope="module")
+def detector() -> Detector:
+    return Detector()
+
+
+def judge(detector: Detector, a: str, b: str):
+    fa, fb = detector.features(a), detector.features(b)
+    return detector.judge(0, 1, fa, fb)
+
+
+def test_article_fingerprint_in_features_is_the_fingerprinters(detector):
+    for text in (ARTICLE, OTHER, FILLER, "<p>短文。</p>", ""):
+        assert detector.features(text).fingerprint == Fingerprinter().fingerprint(text).value
+
+
+def test_passages_are_sentences_with_short_ones_joined(detector):
+    passages = detector.passages("短句。另一个短句。" + ARTICLE)
+    assert len(passages) == 5  # the two short sentences join the first long one
+    assert passages[0].startswith("短句")
+    assert passages[1].startswith("他指出")
+
+
+def test_text_without_words_has_empty_features_and_no_duplicates(detector):
+    features = [detector.features(t) for t in ("", "!!!", "", "。。")]
+    assert all(len(f.shingles) == 0 and f.fingerprint is None for f in features)
+    assert detector.duplicates(features) == []
+
+
+@pytest.mark.parametrize(
+    "copy",
+    [
+        ARTICLE.replace("丰收", "丰产"),
+        ARTICLE.replace("，", ",").replace("1998", "１９９８"),
+        opencc.OpenCC("s2t").convert(ARTICLE),
+        ARTICLE.split("。", 1)[1] + ARTICLE.split("。", 1)[0] + "。",  # a sentence moved
+    ],
+    ids=["substitute", "width", "traditional", "reorder"],
+)
+def test_edited_copy_is_near_with_high_similarity(detector, copy):
+    verdict = judge(detector, ARTICLE, copy)
+    assert verdict is not None and verdict.kind == "near"
+    assert verdict.similarity >= 0.8
+
+
+def test_unrelated_articles_are_not_duplicates(detector):
+    assert judge(detector, ARTICLE, OTHER) is None
+    assert judge(detector, ARTICLE, FILLER) is None
+
+
+def test_article_embedded_in_a_bigger_page_is_partial_with_every_passage_shared(detector):
+    page = "首页 > 新闻 > 国内\n" + FILLER + "\n" + ARTICLE + "\n相关评论：\n" + FILLER
+    assert len(page) >= 2 * len(ARTICLE)
+    verdict = judge(detector, ARTICLE, page)
+    assert verdict is not None and verdict.kind == "partial" and verdict.similarity > 0.9
+    shared_in_article = [a for a, _ in verdict.shared_passages]
+    assert shared_in_article == list(range(len(detector.passages(ARTICLE))))
+    page_passages = detector.passages(page)
+    for a, b in verdict.shared_passages:
+        assert detector.passages(ARTICLE)[a] in page_passages[b]
+
+
+def test_excerpt_quoted_in_another_article_shares_exactly_the_quoted_passages(detector):
+    sentences = [s + "。" for s in ARTICLE.split("。") if s]
+    quoting = OTHER + "有文章写道：" + "".join(sentences[1:4]) + FILLER
+    verdict = judge(detector, ARTICLE, quoting)
+    assert verdict is not None and verdict.kind == "partial"
+    assert [a for a, _ in verdict.shared_passages] == [1, 2, 3]
+
+
+def test_page_found_through_its_passages_when_the_article_fingerprint_drifts(detector):
+    page = FILLER + ARTICLE + FILLER + OTHER
+    features = [detector.features(ARTICLE), detector.features(page)]
+    assert (features[0].fingerprint ^ features[1].fingerprint).bit_count() > detector.k_article
+    found = detector.duplicates(features)
+    assert [(d.a, d.b, d.kind) for d in found] == [(0, 1, "partial")]
+
+
+def test_boilerplate_shared_by_many_pages_finds_no_candidates(monkeypatch, detector):
+    monkeypatch.setattr(verify, "MAX_PASSAGE_OWNERS", 2)
+    footer = "版权所有，未经许可不得转载本网站任何内容，违者必究，本站保留一切法律权利。"
+    bodies = [ARTICLE, OTHER, FILLER.split("此外")[0]]
+    features = [detector.features(body + footer) for body in bodies]
+    assert detector.candidates(features).tolist() == []
+
+
+def test_each_pair_is_reported_once_in_order(detector):
+    texts = [ARTICLE, OTHER, ARTICLE.replace("丰收", "丰产"), ARTICLE]
+    found = detector.duplicates([detector.features(t) for t in texts])
+    assert [(d.a, d.b) for d in found] == [(0, 2), (0, 3), (2, 3)]
+    assert all(d.kind == "near" for d in found)
+    assert next(d for d in found if (d.a, d.b) == (0, 3)).distance == 0

@@ -449,7 +449,7 @@ def _report(say, args, docs, truth, methods, best_lsh, dedup, extra, passages, f
     say()
     settings = ", ".join(
         f"{name}={getattr(det, name)}"
-        for name in ("k_article", "k_passage", "near", "partial", "min_shared")
+        for name in ("k_article", "near", "partial", "min_shared")
         if hasattr(det, name)
     )
     say("Methods, in one run:")

@@ -123,7 +123,7 @@ def main() -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        docs = build_corpus(per_band=args.per_band, seed=args.seed)
+        docs = build_corpus(per_band=args.per_band, seed=args.seed, partial=False)
     texts = [d.text for d in docs]
     out: list[str] = []
 

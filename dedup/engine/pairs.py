@@ -7,6 +7,8 @@ collapse to one representative first, so a thousand copies cost one comparison, 
 
 from __future__ import annotations
 
+import collections
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,14 +43,21 @@ def plan_for_pairs(n: int, k: int) -> Plan:
     for blocks in range(k + 1, 65):
         if math.comb(blocks, blocks - k) > MAX_TABLES:
             break
-        plan = Plan.even(blocks, k)
-        candidates = sum(n * n / 2 ** (bits + 1) for bits in plan.key_bits)
-        work = plan.table_count * n + candidates
+        tables, key_bits = _even_key_bits(blocks, k)
+        candidates = sum(count * n * n / 2 ** (bits + 1) for bits, count in key_bits)
+        work = tables * n + candidates
         if best is None or work < best[0]:
-            best = (work, plan)
+            best = (work, blocks)
     if best is None:
         raise PlanError(f"k={k} needs more than {MAX_TABLES:,} tables: lower it")
-    return best[1]
+    return Plan.even(best[1], k)
+
+
+@functools.cache
+def _even_key_bits(blocks: int, k: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """Return an even plan's table count and (key bits, tables with that width) pairs."""
+    plan = Plan.even(blocks, k)
+    return plan.table_count, tuple(collections.Counter(plan.key_bits).items())
 
 
 def pairs(

@@ -6,13 +6,14 @@ old article is never tokenised again:
 - its *passages*: the normalised text cut at sentence ends (short sentences join the next);
 - its *shingles*: the set of hashed character 4-grams of each passage (separators dropped),
   about two Chinese words each, so they work for short texts and any script alike;
-- a *passage fingerprint* per passage: the SimHash of its shingles.
+- a *passage key* per passage: the least hash among its shingles (a one-hash MinHash), equal
+  for two copies of a passage, and for two edited copies as often as their shingles overlap.
 
 Candidate pairs come from the segment index twice: article fingerprints within `k_article`,
-and passage fingerprints within `k_passage` (a repost inside a bigger page keeps its passages
-even when the page's fingerprint drifts far). Each candidate is then verified on the shingle
-sets: *near* when their Jaccard similarity reaches `near`, *partial* when most of the smaller
-one is contained in the other (`partial`); the shared passages say where.
+and equal passage keys (a repost inside a bigger page keeps its passages even when the page's
+fingerprint drifts far). Each candidate is then verified on the shingle sets: *near* when
+their Jaccard similarity reaches `near`, *partial* when a large share of the smaller one is
+contained in the other (`partial`); the shared passages say where.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Features:
     length: int  # characters of normalised text, separators excluded
     shingles: np.ndarray  # sorted distinct uint64 hashes of character 4-grams
     passage_of: np.ndarray  # for each shingle, the first passage it occurs in
-    passage_fingerprints: np.ndarray  # uint64, one per passage
+    passage_keys: np.ndarray  # uint64, one per passage: its least shingle
     passage_sizes: np.ndarray  # distinct shingles first seen in each passage
 
 
@@ -65,7 +66,7 @@ class Duplicate:
     kind: str  # "near" (the same article, edited) or "partial" (one contains most of the other)
     distance: int | None  # Hamming distance of the article fingerprints
     similarity: float  # Jaccard for near; containment of the smaller article for partial
-    shared_passages: list[tuple[int, int]] = field(default_factory=list)
+    shared_passages: list[tuple[int, int]] = field(default_factory=list)  # partial only
 
 
 class Detector:
@@ -76,15 +77,13 @@ class Detector:
         config: Config | None = None,
         *,
         k_article: int = 10,
-        k_passage: int = 3,
-        near: float = 0.5,
-        partial: float = 0.5,
+        near: float = 0.4,
+        partial: float = 0.4,
         min_shared: int = 60,  # shared shingles (about characters) a partial copy needs
     ) -> None:
         self.fingerprinter = Fingerprinter(config)
         self.config = self.fingerprinter.config
         self.k_article = k_article
-        self.k_passage = k_passage
         self.near = near
         self.partial = partial
         self.min_shared = min_shared
@@ -131,8 +130,7 @@ class Detector:
             empty = np.empty(0, np.uint64)
             return Features(fingerprint, len(codes), empty, np.empty(0, np.int32), empty, empty)
         count = int(owner.max()) + 1
-        sizes = np.bincount(owner, minlength=count)
-        fingerprints = _passage_simhashes(grams, owner, sizes)
+        keys = _passage_keys(grams, owner, count)
         order = np.argsort(grams)
         grams, owner = grams[order], owner[order]
         distinct = np.empty(len(grams), dtype=bool)
@@ -143,7 +141,7 @@ class Detector:
             length=len(codes),
             shingles=shingles,
             passage_of=passage_of,
-            passage_fingerprints=fingerprints,
+            passage_keys=keys,
             passage_sizes=np.bincount(passage_of, minlength=count),
         )
 
@@ -158,14 +156,14 @@ class Detector:
             near = pairs(values, self.k_article)
             found.append(np.stack([with_fp[near.a], with_fp[near.b]], axis=1))
         owners = np.concatenate(
-            [np.full(len(f.passage_fingerprints), i) for i, f in enumerate(features)] or [[]]
+            [np.full(len(f.passage_keys), i) for i, f in enumerate(features)] or [[]]
         ).astype(np.int64)
         if len(owners) > 1:
-            values = np.concatenate([f.passage_fingerprints for f in features])
+            values = np.concatenate([f.passage_keys for f in features])
             # Boilerplate: a passage fingerprint in many articles finds nothing worth finding.
             _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
             keep = np.flatnonzero(counts[inverse] <= MAX_PASSAGE_OWNERS)
-            near = pairs(values[keep], self.k_passage)
+            near = pairs(values[keep], 0)
             a, b = owners[keep][near.a], owners[keep][near.b]
             other = a != b
             found.append(np.stack([np.minimum(a, b)[other], np.maximum(a, b)[other]], axis=1))
@@ -195,9 +193,9 @@ class Detector:
             kind, similarity = "partial", containment
         else:
             return None
-        # Shared passages say where the copy sits in each article, so a side-by-side view can
-        # align them; an edited near copy shares most, but not all, of its passages.
-        shared = _shared(fa, fb, in_a, in_b)
+        # Shared passages say where a partial copy sits; a near copy shares (nearly) all of them,
+        # which a side-by-side diff shows better, so they are left out there (and cost nothing).
+        shared = _shared(fa, fb, in_a, in_b) if kind == "partial" else []
         return Duplicate(a, b, kind, distance, round(similarity, 4), shared)
 
     def duplicates(self, features: list[Features]) -> list[Duplicate]:
@@ -235,12 +233,13 @@ def _codes_and_passages(normal: str, positions: bool = False) -> tuple[np.ndarra
     return (codes, passage, where) if positions else (codes, passage)
 
 
-def _passage_simhashes(grams: np.ndarray, owner: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Return the SimHash (equal weights) of each passage's shingles, all passages at once."""
-    bits = np.unpackbits(grams.view(np.uint8), bitorder="little").reshape(len(grams), 64)
-    starts = np.concatenate([[0], np.flatnonzero(owner[1:] != owner[:-1]) + 1])
-    ones = np.add.reduceat(bits, starts, axis=0, dtype=np.uint16)
-    return np.packbits(ones * 2 > sizes[:, None], axis=1, bitorder="little").view("<u8").ravel()
+def _passage_keys(grams: np.ndarray, owner: np.ndarray, count: int) -> np.ndarray:
+    """Return each passage's key: the least hash among its shingles (a one-hash MinHash).
+
+    `owner` runs 0..count-1 in order; a passage without a shingle of its own (none: every
+    passage has at least MIN_PASSAGE_GRAMS characters) would get the next one's key."""
+    starts = np.searchsorted(owner, np.arange(count))
+    return np.minimum.reduceat(grams, starts)
 
 
 def _grams(codes: np.ndarray, passage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -265,18 +265,33 @@ def test_plan_explains_its_choice(capsys):
 
 def test_duplicates_writes_verified_pairs_with_shared_passages(tmp_path, capsys):
     long_news = NEWS + FARM + "今年的经济工作要坚持稳中求进，深化改革，扩大开放，保持社会稳定。"
-    page = "首页 > 新闻\n" + long_news.replace("成就", "成果") + "\n相关文章：股市今日大涨。"
+    edited = "首页 > 新闻\n" + long_news.replace("成就", "成果") + "\n相关文章：股市今日大涨。"
+    other = (
+        "城市交通拥堵问题需要综合治理，优先发展公共交通，完善地铁和公交线路的衔接。"
+        "专家建议合理规划停车设施，鼓励市民绿色出行，减少私家车的使用频率。"
+        "各地还应加快建设智能交通系统，利用数据分析优化信号灯配时，提高道路通行效率。"
+        "与此同时，共享单车的规范管理也被提上日程，以解决乱停乱放带来的新问题。"
+    )
+    page = "导航：首页 国内 国际\n" + other + "\n" + long_news + "\n网友评论：" + other[::-1]
     source = write_jsonl(
         tmp_path / "in.jsonl",
         {"id": "news", "text": long_news},
-        {"id": "other", "text": "城市交通拥堵问题需要综合治理，优先发展公共交通。"},
+        {"id": "other", "text": "学校今年秋季将新建两座实验楼，供物理和化学课程使用。"},
+        {"id": "edited", "text": edited},
         {"id": "page", "text": page},
         {"id": "fp-only", "fingerprint": "0123456789abcdef"},
     )
     code, lines, err = run_command(capsys, "duplicates", "-i", str(source), "--with-text")
     assert code == EXIT_SKIPPED and "fp-only: has no text" in err
-    assert len(lines) == 1
-    line = lines[0]
-    assert (line["a"], line["b"], line["kind"]) == ("news", "page", "near")
-    assert 0.5 <= line["similarity"] <= 1 and isinstance(line["distance"], int)
-    assert line["shared_passages"] and len(line["shared_text"]) == len(line["shared_passages"])
+    found = {(line["a"], line["b"]): line for line in lines}
+    assert set(found) == {("news", "edited"), ("news", "page"), ("edited", "page")}
+    near = found["news", "edited"]
+    assert near["kind"] == "near" and 0.4 <= near["similarity"] <= 1
+    assert isinstance(near["distance"], int) and near["shared_passages"] == []
+    partial = found["news", "page"]
+    assert partial["kind"] == "partial" and partial["similarity"] == 1.0
+    # Every passage of the article is shared, each with the page passage that holds it.
+    shared = partial["shared_passages"]
+    assert [a for a, _ in shared] == list(range(len(shared))) and len(shared) >= 3
+    for article_passage, page_passage in partial["shared_text"]:
+        assert article_passage in page_passage

@@ -1,0 +1,313 @@
+"""What the service keeps: articles, fingerprints, segment index rows, matches, uploads,
+decisions, and the settings an admin tunes.
+
+Fingerprints are unsigned 64-bit integers in the engine and signed in the database
+(`BigIntegerField`); `to_signed` and `to_unsigned` (from the engine, re-exported here) are the
+one place that converts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings as django_settings
+from django.db import models
+from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
+
+from dedup.engine.config import TOKENIZERS, Config
+from dedup.engine.hamming import to_signed, to_unsigned
+from dedup.engine.plan import Plan, plan_for
+
+__all__ = ["to_signed", "to_unsigned"]  # plus the models
+
+
+class Settings(models.Model):
+    """The singleton an admin tunes (row 1). Changing what fingerprints depend on starts a
+    rebuild; until it ends, answers come from `active_version`."""
+
+    threshold = models.PositiveSmallIntegerField(
+        _("default threshold"), default=3, help_text=_("distance shown to editors at first")
+    )
+    k_max = models.PositiveSmallIntegerField(
+        _("largest distance indexed"), default=10, help_text=_("candidates up to this distance")
+    )
+    capacity = models.PositiveBigIntegerField(
+        _("planned articles"), default=1_000_000, help_text=_("the index plan is sized for it")
+    )
+    top_n = models.PositiveIntegerField(_("keywords per article"), default=256)
+    tokenizer = models.CharField(
+        _("tokenizer"), max_length=20, default="rjieba", choices=[(t, t) for t in TOKENIZERS]
+    )
+    retention_days = models.PositiveIntegerField(
+        _("retention window (days)"), default=0, help_text=_("0 compares with every article")
+    )
+    stop_words = models.TextField(_("extra stop words"), blank=True, help_text=_("one per line"))
+    near = models.FloatField(_("near: least similarity"), default=0.4)
+    partial = models.FloatField(_("partial: least containment"), default=0.4)
+    active_version = models.CharField(max_length=120, blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = _("settings")
+
+    def __str__(self) -> str:
+        return f"settings ({self.index_version})"
+
+    @classmethod
+    def load(cls) -> Settings:
+        """Return the settings row, created with the defaults on first use."""
+        row, _ = cls.objects.get_or_create(pk=1)
+        return row
+
+    def engine_config(self) -> Config:
+        """Return the fingerprint configuration these settings describe."""
+        words = tuple(w.strip() for w in self.stop_words.splitlines() if w.strip())
+        return Config(tokenizer=self.tokenizer, top_n=self.top_n, extra_stop_words=words)
+
+    def plan(self) -> Plan:
+        """Return the index plan for the planned capacity and k_max."""
+        return plan_for(self.capacity, self.k_max).plan
+
+    @property
+    def index_version(self) -> str:
+        """Return the version of fingerprints and index rows these settings produce."""
+        return f"{self.engine_config().version}/{self.plan().version}"
+
+
+class ArticleStatus(models.TextChoices):
+    PENDING = "pending", _("waiting")
+    PROCESSING = "processing", _("processing")
+    DONE = "done", _("done")
+    EXACT = "exact", _("exact copy")
+    FAILED = "failed", _("failed")
+
+
+class Article(models.Model):
+    """One article as it arrived, and where processing has got to."""
+
+    title = models.CharField(_("title"), max_length=500, blank=True)
+    body = models.TextField(_("text"))
+    source = models.CharField(_("source"), max_length=200, blank=True, db_index=True)
+    url = models.CharField(_("URL"), max_length=2000, blank=True)
+    external_id = models.CharField(_("id in its upload"), max_length=500, blank=True)
+    published_at = models.DateTimeField(_("published"), null=True, blank=True)
+    created_at = models.DateTimeField(_("received"), auto_now_add=True, db_index=True)
+    # published_at, or created_at when unknown: what the retention window compares.
+    dated_at = models.DateTimeField(db_index=True)
+    content_hash = models.CharField(max_length=64, db_index=True)
+    length = models.PositiveIntegerField(default=0)
+    status = models.CharField(
+        max_length=12, choices=ArticleStatus.choices, default=ArticleStatus.PENDING
+    )
+    status_message = models.CharField(max_length=500, blank=True)
+    exact_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="exact_copies"
+    )
+    upload = models.ForeignKey(
+        "UploadBatch", null=True, blank=True, on_delete=models.SET_NULL, related_name="articles"
+    )
+    row = models.PositiveIntegerField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "claimed_at"])]
+
+    def __str__(self) -> str:
+        return self.title or f"article {self.pk}"
+
+    @staticmethod
+    def hash_body(body: str) -> str:
+        """Return the content hash of a text: exact copies share it."""
+        return hashlib.sha256(" ".join(body.split()).encode("utf-8")).hexdigest()
+
+
+class Fingerprint(models.Model):
+    """An article's fingerprint and verification features under one configuration version."""
+
+    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="fingerprints")
+    version = models.CharField(max_length=120)
+    value = models.BigIntegerField(null=True)  # signed; None when the text has no usable words
+    status = models.CharField(max_length=12)  # dedup.engine.fingerprint.Status
+    tokens = models.PositiveIntegerField(default=0)
+    features = models.BinaryField()  # dedup.engine.verify.Features, packed
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["article", "version"], name="one_fingerprint_per_version"
+            )
+        ]
+
+    def __str__(self) -> str:
+        shown = "none" if self.value is None else f"{to_unsigned(self.value):016x}"
+        return f"{shown} ({self.version})"
+
+
+class SegmentRow(models.Model):
+    """One row of the segment index: an article fingerprint under one table's key."""
+
+    version = models.CharField(max_length=120)
+    table_no = models.SmallIntegerField()
+    key = models.BigIntegerField()
+    fingerprint = models.BigIntegerField()  # signed
+    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="segment_rows")
+
+    class Meta:
+        indexes = [models.Index(fields=["version", "table_no", "key"], name="segment_lookup")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "article", "table_no"], name="one_row_per_table"
+            )
+        ]
+
+
+class PassageKey(models.Model):
+    """A passage's key (its least shingle hash): equal keys make candidates."""
+
+    version = models.CharField(max_length=120)
+    key = models.BigIntegerField()  # signed
+    passage_no = models.PositiveIntegerField()
+    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="passage_keys")
+
+    class Meta:
+        indexes = [models.Index(fields=["version", "key"], name="passage_lookup")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "article", "passage_no"], name="one_key_per_passage"
+            )
+        ]
+
+
+class MatchKind(models.TextChoices):
+    EXACT = "exact", _("exact copy")
+    NEAR = "near", _("near copy")
+    PARTIAL = "partial", _("partial copy")
+
+
+class Match(models.Model):
+    """Two articles found to be duplicates: a is the earlier (lower id), b the later."""
+
+    a = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="matches_as_a")
+    b = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="matches_as_b")
+    kind = models.CharField(max_length=10, choices=MatchKind.choices)
+    distance = models.PositiveSmallIntegerField(null=True, blank=True)
+    similarity = models.FloatField()
+    shared_passages = models.JSONField(default=list, blank=True)
+    version = models.CharField(max_length=120)
+    found_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name_plural = "matches"
+        constraints = [
+            models.UniqueConstraint(fields=["a", "b"], name="one_match_per_pair"),
+            models.CheckConstraint(condition=Q(a__lt=F("b")), name="match_a_before_b"),
+        ]
+        indexes = [models.Index(fields=["distance"]), models.Index(fields=["kind"])]
+
+    def __str__(self) -> str:
+        return f"{self.a_id} ~ {self.b_id} ({self.kind}, d={self.distance})"
+
+
+class UploadState(models.TextChoices):
+    RECEIVED = "received", _("received")
+    PARSING = "parsing", _("reading")
+    PROCESSING = "processing", _("processing")
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
+
+
+class UploadBatch(models.Model):
+    """One uploaded file (or import) and what became of its rows."""
+
+    file = models.FileField(upload_to="uploads/%Y/%m/", blank=True)
+    name = models.CharField(max_length=300)
+    uploaded_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(
+        max_length=12, choices=UploadState.choices, default=UploadState.RECEIVED
+    )
+    total_rows = models.PositiveIntegerField(default=0)
+    accepted = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)  # [{"row": n, "message": "..."}]
+    message = models.TextField(blank=True)  # why the whole file failed, if it did
+
+    class Meta:
+        verbose_name_plural = "upload batches"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.state})"
+
+
+class Verdict(models.TextChoices):
+    DUPLICATE = "duplicate", _("duplicate")
+    NOT_DUPLICATE = "not_duplicate", _("not a duplicate")
+    ORIGINAL = "original", _("original")
+
+
+class Decision(models.Model):
+    """An editor's decision on a pair (duplicate or not) or on an article (the original)."""
+
+    a = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="+")
+    b = models.ForeignKey(
+        Article, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    decided_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL
+    )
+    decided_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    note = models.CharField(max_length=500, blank=True)
+
+    def __str__(self) -> str:
+        pair = f"{self.a_id} ~ {self.b_id}" if self.b_id else f"{self.a_id}"
+        return f"{pair}: {self.verdict}"
+
+
+class RebuildJob(models.Model):
+    """Re-fingerprinting and re-indexing every article under a new version."""
+
+    version = models.CharField(max_length=120)
+    state = models.CharField(max_length=12, default="running")  # running, done, failed
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    message = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"rebuild {self.version} ({self.state} {self.done}/{self.total})"
+
+
+class ApiToken(models.Model):
+    """A secret for the JSON API; only its hash is kept."""
+
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name or 'token'} of {self.user}"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        """Return the stored form of a token."""
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+    @classmethod
+    def issue(cls, user, name: str = "") -> tuple[ApiToken, str]:
+        """Create a token for a user; return it and the secret, shown once."""
+        key = secrets.token_urlsafe(32)
+        return cls.objects.create(user=user, name=name, key_hash=cls.hash_key(key)), key

@@ -1,0 +1,8 @@
+"""Test settings: the machine's real PostgreSQL and Redis (`.ci/run` starts them)."""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+os.environ.setdefault("SECRET_KEY", "tests-only-secret")
+os.environ.setdefault("DEDUP_VAR_DIR", "/tmp/dedup-tests-var")

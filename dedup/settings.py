@@ -62,7 +62,14 @@ def database_from_url(url: str) -> dict:
         }
     if parts.scheme == "sqlite":
         path = unquote(url.removeprefix("sqlite:///")) or str(VAR_DIR / "dedup.sqlite3")
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": {"timeout": 30}}
+        # WAL lets the web process read while a worker writes; IMMEDIATE avoids lock upgrades.
+        options = {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": options}
     raise ImproperlyConfigured(
         f"DATABASE_URL={url!r}: use postgres://user:password@host:5432/name or sqlite:///path"
     )

@@ -18,12 +18,14 @@ contained in the other (`partial`); the shared passages say where.
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dedup.engine.config import Config
-from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprinter
+from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
 from dedup.engine.pairs import pairs
 from dedup.engine.text import junk_share, normalise, strip_html
 
@@ -37,6 +39,11 @@ MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # Passages shared by more articles than this are boilerplate (navigation, footers): not used
 # to find candidates, so that one template cannot make every page a candidate of every other.
 MAX_PASSAGE_OWNERS = 20
+# Packed features (Features.to_bytes): magic, format, has fingerprint, fingerprint, length,
+# shingle count, passage count; little-endian.
+_FEATURES_MAGIC = b"DDF\x00"
+_FEATURES_FORMAT = 1
+_FEATURES_HEADER = struct.Struct("<4sB?QQII")
 _MIX = (
     np.uint64(0x9E3779B97F4A7C15),
     np.uint64(0xC2B2AE3D27D4EB4F),
@@ -55,6 +62,62 @@ class Features:
     passage_of: np.ndarray  # for each shingle, the first passage it occurs in
     passage_keys: np.ndarray  # uint64, one per passage: its least shingle
     passage_sizes: np.ndarray  # distinct shingles first seen in each passage
+
+    def to_bytes(self) -> bytes:
+        """Pack into bytes for storage: a small versioned header, then the arrays."""
+        fingerprint = 0 if self.fingerprint is None else self.fingerprint
+        header = _FEATURES_HEADER.pack(
+            _FEATURES_MAGIC,
+            _FEATURES_FORMAT,
+            self.fingerprint is not None,
+            fingerprint,
+            self.length,
+            len(self.shingles),
+            len(self.passage_keys),
+        )
+        return b"".join(
+            [
+                header,
+                np.ascontiguousarray(self.shingles, dtype="<u8").tobytes(),
+                np.ascontiguousarray(self.passage_of, dtype="<i4").tobytes(),
+                np.ascontiguousarray(self.passage_keys, dtype="<u8").tobytes(),
+                np.ascontiguousarray(self.passage_sizes, dtype="<i8").tobytes(),
+            ]
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes | memoryview) -> Features:
+        """Unpack what `to_bytes` packed; raise ValueError if it is not such data."""
+        data = bytes(data)
+        size = _FEATURES_HEADER.size
+        if len(data) < size or data[:4] != _FEATURES_MAGIC:
+            raise ValueError("not packed features: recompute them with Detector.features")
+        _, version, has_fp, fingerprint, length, shingles, passages = _FEATURES_HEADER.unpack_from(
+            data
+        )
+        if version != _FEATURES_FORMAT:
+            raise ValueError(
+                f"packed features of format {version}, this version reads {_FEATURES_FORMAT}: "
+                "recompute them with Detector.features"
+            )
+        if len(data) != size + shingles * 12 + passages * 16:
+            raise ValueError("packed features are truncated or too long: recompute them")
+        at = size
+
+        def take(dtype: str, count: int, width: int) -> np.ndarray:
+            nonlocal at
+            array = np.frombuffer(data, dtype=dtype, count=count, offset=at)
+            at += count * width
+            return array.astype(dtype.replace("<", "="), copy=True)
+
+        return cls(
+            fingerprint=fingerprint if has_fp else None,
+            length=length,
+            shingles=take("<u8", shingles, 8),
+            passage_of=take("<i4", shingles, 4),
+            passage_keys=take("<u8", passages, 8),
+            passage_sizes=take("<i8", passages, 8),
+        )
 
 
 @dataclass(frozen=True)
@@ -98,14 +161,16 @@ class Detector:
                 marked = marked.replace(end, end + "\n\n")
         return normalise(marked, self._config_no_html)
 
-    def _fingerprint(self, text: str, normal: str) -> int | None:
+    def _fingerprint(self, text: str, normal: str) -> Fingerprint:
         # The sentence marks are separators, like the punctuation they follow: the article's
         # fingerprint from this text equals Fingerprinter.fingerprint(text), one normalisation
         # cheaper (a test checks).
         fp = self.fingerprinter
-        if junk_share(text) > MAX_JUNK_SHARE or not normal.strip():
-            return None
-        return fp.fingerprint_tokens(fp._cut(normal)).value
+        if junk_share(text) > MAX_JUNK_SHARE:
+            return Fingerprint(None, Status.BINARY, 0, fp.version)
+        if not normal.strip():
+            return Fingerprint(None, Status.EMPTY, 0, fp.version)
+        return fp.fingerprint_tokens(fp._cut(normal))
 
     def passages(self, text: str) -> list[str]:
         """Return a text's passages, normalised, numbered as in `Duplicate.shared_passages`."""
@@ -122,13 +187,18 @@ class Detector:
 
     def features(self, text: str) -> Features:
         """Compute what matching and verification need of one article."""
+        return self.fingerprint_and_features(text)[1]
+
+    def fingerprint_and_features(self, text: str) -> tuple[Fingerprint, Features]:
+        """Compute an article's fingerprint (with status and tokens) and its features."""
         normal = self._normalised_passages(text)
-        fingerprint = self._fingerprint(text, normal)
+        fp = self._fingerprint(text, normal)
+        fingerprint = fp.value
         codes, passage = _codes_and_passages(normal)
         grams, owner = _grams(codes, passage)
         if not len(grams):
             empty = np.empty(0, np.uint64)
-            return Features(fingerprint, len(codes), empty, np.empty(0, np.int32), empty, empty)
+            return fp, Features(fingerprint, len(codes), empty, np.empty(0, np.int32), empty, empty)
         count = int(owner.max()) + 1
         keys = _passage_keys(grams, owner, count)
         order = np.argsort(grams)
@@ -136,7 +206,7 @@ class Detector:
         distinct = np.empty(len(grams), dtype=bool)
         distinct[0], distinct[1:] = True, grams[1:] != grams[:-1]
         shingles, passage_of = grams[distinct], owner[distinct].astype(np.int32)
-        return Features(
+        return fp, Features(
             fingerprint=fingerprint,
             length=len(codes),
             shingles=shingles,
@@ -172,19 +242,31 @@ class Detector:
 
     def judge(self, a: int, b: int, fa: Features, fb: Features) -> Duplicate | None:
         """Verify one candidate pair; return the verdict, or None if they are not duplicates."""
-        if not len(fa.shingles) or not len(fb.shingles):
+        found = self.judge_many(a, fa, [(b, fb)])
+        return found[0] if found else None
+
+    def judge_many(
+        self, a: int, fa: Features, others: Sequence[tuple[int, Features]]
+    ) -> list[Duplicate]:
+        """Verify one article against its candidates at once; return the duplicates, in order."""
+        found = []
+        for b, fb in others:
+            verdict = self._verdict(a, b, fa, fb, _intersection_size(fa.shingles, fb.shingles))
+            if verdict is not None:
+                found.append(verdict)
+        return found
+
+    def _verdict(self, a: int, b: int, fa: Features, fb: Features, shared: int) -> Duplicate | None:
+        """Judge a pair from the number of shingles it shares."""
+        if not shared:
             return None
-        in_a, in_b = _intersect(fa.shingles, fb.shingles)
-        if not len(in_a):
-            return None
-        union = len(fa.shingles) + len(fb.shingles) - len(in_a)
-        jaccard = len(in_a) / union
-        containment = len(in_a) / min(len(fa.shingles), len(fb.shingles))
+        small, big = sorted((len(fa.shingles), len(fb.shingles)))
+        jaccard = shared / (small + big - shared)
+        containment = shared / small
         distance = None
         if fa.fingerprint is not None and fb.fingerprint is not None:
             distance = (fa.fingerprint ^ fb.fingerprint).bit_count()
-        small, big = sorted((len(fa.shingles), len(fb.shingles)))
-        contained = containment >= self.partial and len(in_a) >= self.min_shared
+        contained = containment >= self.partial and shared >= self.min_shared
         if contained and big >= 1.5 * small:  # one article inside a bigger page
             kind, similarity = "partial", containment
         elif jaccard >= self.near:
@@ -195,16 +277,23 @@ class Detector:
             return None
         # Shared passages say where a partial copy sits; a near copy shares (nearly) all of them,
         # which a side-by-side diff shows better, so they are left out there (and cost nothing).
-        shared = _shared(fa, fb, in_a, in_b) if kind == "partial" else []
-        return Duplicate(a, b, kind, distance, round(similarity, 4), shared)
+        passages = (
+            _shared(fa, fb, *_intersect(fa.shingles, fb.shingles)) if kind == "partial" else []
+        )
+        return Duplicate(a, b, kind, distance, round(similarity, 4), passages)
 
     def duplicates(self, features: list[Features]) -> list[Duplicate]:
         """Return every verified duplicate pair among the articles, each once, in order."""
         found = []
-        for a, b in self.candidates(features).tolist():
-            verdict = self.judge(a, b, features[a], features[b])
-            if verdict is not None:
-                found.append(verdict)
+        pairs_ = self.candidates(features)  # sorted by a, then b
+        if not len(pairs_):
+            return found
+        starts = np.flatnonzero(np.diff(pairs_[:, 0], prepend=-1))
+        ends = np.append(starts[1:], len(pairs_))
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            a = int(pairs_[start, 0])
+            others = [(b, features[b]) for b in pairs_[start:end, 1].tolist()]
+            found += self.judge_many(a, features[a], others)
         return found
 
 
@@ -256,6 +345,15 @@ def _grams(codes: np.ndarray, passage: np.ndarray) -> tuple[np.ndarray, np.ndarr
     h ^= h >> np.uint64(29)
     inside = passage[: len(h)] == passage[GRAM - 1 :]
     return h[inside], passage[: len(h)][inside]
+
+
+def _intersection_size(a: np.ndarray, b: np.ndarray) -> int:
+    """Return how many values two sorted distinct arrays share."""
+    # Sorting two sorted runs is one merge (numpy's stable sort finds the runs): faster here
+    # than a binary search of one array in the other.
+    both = np.concatenate((a, b))
+    both.sort(kind="stable")
+    return int(np.count_nonzero(both[1:] == both[:-1]))
 
 
 def _intersect(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -121,3 +121,30 @@ def test_each_pair_is_reported_once_in_order(detector):
     assert [(d.a, d.b) for d in found] == [(0, 2), (0, 3), (2, 3)]
     assert all(d.kind == "near" for d in found)
     assert next(d for d in found if (d.a, d.b) == (0, 3)).distance == 0
+
+
+@pytest.mark.parametrize("text", [ARTICLE, OTHER + FILLER, "<p>短文。</p>", "", "!!!", "12345"])
+def test_packed_features_round_trip_exactly(detector, text):
+    features = detector.features(text)
+    back = verify.Features.from_bytes(features.to_bytes())
+    assert back.fingerprint == features.fingerprint and back.length == features.length
+    for name in ("shingles", "passage_of", "passage_keys", "passage_sizes"):
+        assert (getattr(back, name) == getattr(features, name)).all(), name
+    assert back.to_bytes() == features.to_bytes()
+    other = detector.features(ARTICLE.replace("丰收", "丰产"))
+    assert detector.judge(0, 1, back, other) == detector.judge(0, 1, features, other)
+
+
+def test_fingerprint_and_features_agree_with_the_fingerprinter(detector):
+    for text in (ARTICLE, "", "!!!", "\x00\x01\x02binary"):
+        fp, features = detector.fingerprint_and_features(text)
+        assert fp == Fingerprinter().fingerprint(text)
+        assert features.fingerprint == fp.value
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"nonsense", ARTICLE.encode(), b"DDF\x00\x02" + bytes(40)], ids=str
+)
+def test_unpacking_other_bytes_fails_with_a_clear_error(data):
+    with pytest.raises(ValueError, match="recompute"):
+        verify.Features.from_bytes(data)

@@ -8,6 +8,7 @@ one place that converts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 
@@ -47,6 +48,9 @@ class Settings(models.Model):
     near = models.FloatField(_("near: least similarity"), default=0.4)
     partial = models.FloatField(_("partial: least containment"), default=0.4)
     active_version = models.CharField(max_length=120, blank=True, editable=False)
+    # The fields active_version was made with (engine_config and plan), kept while a rebuild
+    # moves to new ones, so that answers can still be computed the old way.
+    active_config = models.JSONField(default=dict, blank=True, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -68,12 +72,29 @@ class Settings(models.Model):
 
     def plan(self) -> Plan:
         """Return the index plan for the planned capacity and k_max."""
-        return plan_for(self.capacity, self.k_max).plan
+        return _plan(self.capacity, self.k_max)
+
+    CONFIG_FIELDS = ("tokenizer", "top_n", "stop_words", "capacity", "k_max")
+
+    def config_fields(self) -> dict:
+        """Return the fields that fingerprints and index rows depend on."""
+        return {name: getattr(self, name) for name in self.CONFIG_FIELDS}
+
+    def active(self) -> Settings:
+        """Return unsaved settings describing active_version (self when nothing is rebuilding)."""
+        if not self.active_config or self.active_version == self.index_version:
+            return self
+        return Settings(**{**self.config_fields(), **self.active_config})
 
     @property
     def index_version(self) -> str:
         """Return the version of fingerprints and index rows these settings produce."""
         return f"{self.engine_config().version}/{self.plan().version}"
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(capacity: int, k_max: int) -> Plan:
+    return plan_for(capacity, k_max).plan  # planning costs milliseconds: once per process
 
 
 class ArticleStatus(models.TextChoices):
@@ -115,6 +136,10 @@ class Article(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["status", "claimed_at"])]
+        constraints = [
+            # An upload read twice (a retried task) cannot create a row's article twice.
+            models.UniqueConstraint(fields=["upload", "row"], name="one_article_per_upload_row")
+        ]
 
     def __str__(self) -> str:
         return self.title or f"article {self.pk}"

@@ -2,7 +2,15 @@
 
 import os
 
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dedup.settings")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SECRET_KEY", "tests-only-secret")
 os.environ.setdefault("DEDUP_VAR_DIR", "/tmp/dedup-tests-var")
+
+
+def pytest_configure(config):
+    """Load Django with the settings above (pytest-django reads the environment too early)."""
+    import django
+
+    django.setup()

@@ -1,0 +1,237 @@
+"""The segment and passage index in the database, through the ORM.
+
+An article is indexed under one version (Settings.index_version) as its Fingerprint (with the
+packed verification features), one SegmentRow per table of the plan (the fingerprint under
+that table's key, `Plan.keys`, as in MemIndex and PgIndex) and one PassageKey per passage.
+Every write ignores rows that exist already, so a retried task adds nothing twice.
+
+Candidates are read back with the ORM on PostgreSQL and SQLite alike: one query for the
+fingerprint's keys in all tables (the Hamming distance is checked here, on the bucket rows),
+one for the passage keys, leaving out keys more than MAX_PASSAGE_OWNERS articles hold. They
+are verified on their stored features: an old article is never tokenised again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+from django.db.models import Count
+from django.utils import timezone
+
+from dedup.engine.fingerprint import Fingerprint as EngineFingerprint
+from dedup.engine.hamming import to_signed, to_unsigned
+from dedup.engine.plan import Plan
+from dedup.engine.verify import MAX_PASSAGE_OWNERS, Detector, Duplicate, Features
+from dedup.models import Fingerprint, Match, PassageKey, SegmentRow, Settings
+
+# Rows per INSERT statement, and candidates whose features are loaded at once.
+BATCH = 2000
+FEATURES_BATCH = 500
+
+_detectors: dict[tuple, Detector] = {}
+_detectors_lock = threading.Lock()
+
+
+def settings_current() -> Settings:
+    """Return the settings row, with active_version set on first use."""
+    row = Settings.load()
+    if not row.active_version:
+        Settings.objects.filter(pk=row.pk, active_version="").update(
+            active_version=row.index_version, active_config=row.config_fields()
+        )
+        row.refresh_from_db()
+    return row
+
+
+def detector_for(settings: Settings) -> Detector:
+    """Return a Detector for these settings, built once per process (it loads dictionaries)."""
+    key = (settings.engine_config().version, settings.k_max, settings.near, settings.partial)
+    with _detectors_lock:
+        detector = _detectors.get(key)
+        if detector is None:
+            detector = Detector(
+                settings.engine_config(),
+                k_article=settings.k_max,
+                near=settings.near,
+                partial=settings.partial,
+            )
+            _detectors[key] = detector
+        return detector
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """One article's fingerprint and features, ready to be stored."""
+
+    article_id: int
+    fingerprint: EngineFingerprint
+    features: Features
+
+
+def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> None:
+    """Write fingerprints, segment rows and passage keys; rows that exist are left alone."""
+    items = list(items)
+    if not items:
+        return
+    Fingerprint.objects.bulk_create(
+        [
+            Fingerprint(
+                article_id=item.article_id,
+                version=version,
+                value=_signed(item.features.fingerprint),
+                status=str(item.fingerprint.status),
+                tokens=item.fingerprint.tokens,
+                features=item.features.to_bytes(),
+            )
+            for item in items
+        ],
+        ignore_conflicts=True,
+        batch_size=FEATURES_BATCH,
+    )
+    with_value = [item for item in items if item.features.fingerprint is not None]
+    if with_value:
+        values = np.array([item.features.fingerprint for item in with_value], dtype=np.uint64)
+        keys = plan.keys(values).view(np.int64)  # signed, the same bits
+        segments = [
+            SegmentRow(
+                version=version,
+                table_no=table,
+                key=int(keys[table, j]),
+                fingerprint=to_signed(item.features.fingerprint),
+                article_id=item.article_id,
+            )
+            for j, item in enumerate(with_value)
+            for table in range(plan.table_count)
+        ]
+        SegmentRow.objects.bulk_create(segments, ignore_conflicts=True, batch_size=BATCH)
+    passages = [
+        PassageKey(version=version, key=key, passage_no=number, article_id=item.article_id)
+        for item in items
+        for number, key in enumerate(item.features.passage_keys.view(np.int64).tolist())
+    ]
+    PassageKey.objects.bulk_create(passages, ignore_conflicts=True, batch_size=BATCH)
+
+
+def _signed(value: int | None) -> int | None:
+    return None if value is None else to_signed(value)
+
+
+def retention_start(settings: Settings, now: datetime | None = None) -> datetime | None:
+    """Return the earliest dated_at inside the retention window, or None when it is off."""
+    if not settings.retention_days:
+        return None
+    return (now or timezone.now()) - timedelta(days=settings.retention_days)
+
+
+def candidates_find(
+    *,
+    features: Features,
+    version: str,
+    plan: Plan,
+    k: int,
+    since: datetime | None = None,
+    exclude: int | None = None,
+) -> set[int]:
+    """Return the articles within distance k of the fingerprint or sharing a passage key."""
+    found: set[int] = set()
+    if features.fingerprint is not None:
+        value = features.fingerprint
+        keys = plan.keys(np.array([value], dtype=np.uint64)).view(np.int64)[:, 0].tolist()
+        wanted = set(enumerate(keys))
+        # One query for every table's bucket; (table, key) pairs of other tables that come
+        # along are dropped here, as are fingerprints further than k.
+        rows = SegmentRow.objects.filter(
+            version=version, table_no__in=range(len(keys)), key__in=sorted(set(keys))
+        )
+        if since is not None:
+            rows = rows.filter(article__dated_at__gte=since)
+        fields = ("table_no", "key", "article_id", "fingerprint")
+        for table, key, article_id, other in rows.values_list(*fields).iterator():
+            if (table, key) in wanted and (to_unsigned(other) ^ value).bit_count() <= k:
+                found.add(article_id)
+    keys = sorted(set(features.passage_keys.view(np.int64).tolist()))
+    if keys:
+        held = PassageKey.objects.filter(version=version, key__in=keys)
+        # Boilerplate: a key held by many articles (a footer, a menu) finds nothing worth finding.
+        common = (
+            held.values("key")
+            .annotate(owners=Count("article_id", distinct=True))
+            .filter(owners__gt=MAX_PASSAGE_OWNERS)
+            .values_list("key", flat=True)
+        )
+        usable = sorted(set(keys) - set(common))
+        if usable:
+            rows = PassageKey.objects.filter(version=version, key__in=usable)
+            if since is not None:
+                rows = rows.filter(article__dated_at__gte=since)
+            found.update(rows.values_list("article_id", flat=True).distinct())
+    found.discard(exclude)
+    return found
+
+
+def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:
+    """Return the stored features of articles under a version (those that have them)."""
+    ids = sorted(article_ids)
+    loaded = {}
+    for start in range(0, len(ids), FEATURES_BATCH):
+        rows = Fingerprint.objects.filter(
+            version=version, article_id__in=ids[start : start + FEATURES_BATCH]
+        ).values_list("article_id", "features")
+        for article_id, data in rows:
+            loaded[article_id] = Features.from_bytes(data)
+    return loaded
+
+
+def duplicates_find(
+    *,
+    article_id: int | None,
+    features: Features,
+    candidates: Iterable[int],
+    version: str,
+    detector: Detector,
+) -> list[Duplicate]:
+    """Verify candidates on their stored features; return the duplicates, a < b where known.
+
+    With an article id, each duplicate is oriented so that `a` is the lower id (its shared
+    passages too); without one (a text being checked), `a` is the text, numbered 0.
+    """
+    stored = features_load(article_ids=candidates, version=version)
+    others = sorted(stored.items())
+    if not others:
+        return []
+    me = article_id if article_id is not None else 0
+    found = detector.judge_many(me, features, others)
+    if article_id is None:
+        return found
+    return [d if d.a < d.b else _flip(d) for d in found]
+
+
+def _flip(d: Duplicate) -> Duplicate:
+    return Duplicate(
+        a=d.b,
+        b=d.a,
+        kind=d.kind,
+        distance=d.distance,
+        similarity=d.similarity,
+        shared_passages=[(y, x) for x, y in d.shared_passages],
+    )
+
+
+def match_rows(duplicates: Iterable[Duplicate], *, version: str) -> list[Match]:
+    """Return unsaved Match rows for verified duplicates (a < b)."""
+    return [
+        Match(
+            a_id=d.a,
+            b_id=d.b,
+            kind=d.kind,
+            distance=d.distance,
+            similarity=float(d.similarity),
+            shared_passages=[[int(x), int(y)] for x, y in d.shared_passages],
+            version=version,
+        )
+        for d in duplicates
+    ]

@@ -1,0 +1,599 @@
+"""Writes: ingest articles and uploads, fingerprint and match them, settings and rebuilds.
+
+Every service here may run twice for the same input (a task retried, a message delivered
+again after its worker died): rows are claimed with a conditional UPDATE, index rows and
+matches are written with `ignore_conflicts`, and upload rows are keyed by (upload, row).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from pathlib import PurePosixPath
+
+from django.conf import settings as django_settings
+from django.core.files import File
+from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from dedup import index
+from dedup.engine.config import ConfigError
+from dedup.engine.plan import PlanError
+from dedup.engine.records import BadRow, InputError
+from dedup.errors import ArticleInvalid, DedupError, SettingsInvalid, UploadTooLarge
+from dedup.models import (
+    Article,
+    ArticleStatus,
+    Fingerprint,
+    Match,
+    MatchKind,
+    PassageKey,
+    RebuildJob,
+    SegmentRow,
+    Settings,
+    UploadBatch,
+    UploadState,
+)
+from dedup.readers import SUPPORTED, upload_rows
+
+__all__ = [
+    "ArticleInvalid",
+    "DedupError",
+    "SettingsInvalid",
+    "UploadTooLarge",
+    "articles_ingest",
+    "articles_process",
+    "articles_prune",
+    "articles_requeue_stuck",
+    "index_rebuild",
+    "settings_update",
+    "text_check",
+    "upload_create",
+    "upload_process",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_UPLOAD_ERRORS = 100  # per-row errors kept on an upload; the counts stay exact
+TRANSIENT = (OperationalError, InterfaceError)  # the task retries the whole chunk
+_LIMITS = {"title": 500, "source": 200, "url": 2000, "external_id": 500}
+
+
+# --- articles -------------------------------------------------------------------------------
+
+
+def article_clean(row: dict, *, number: int | None = None, label: str = "") -> dict:
+    """Return an article's fields from a row, or raise ArticleInvalid naming the field.
+
+    `number` becomes the error's `row` (the list index for a request, 0-based); `label`
+    starts its message (e.g. "articles[3]")."""
+    at = f"{label}: " if label else ""
+    if not isinstance(row, dict):
+        example = '{"title": ..., "body": ...}'
+        raise ArticleInvalid(f"{at}expected an object like {example}", row=number)
+    body = row.get("body", row.get("text"))
+    if body is None:
+        raise ArticleInvalid(f'{at}needs a "body" (or "text")', row=number, field="body")
+    if not isinstance(body, str):
+        kind = type(body).__name__
+        raise ArticleInvalid(f'{at}"body" must be a string, not {kind}', row=number, field="body")
+    if not body.strip():
+        raise ArticleInvalid(f'{at}"body" is empty', row=number, field="body")
+    fields = {"body": body}
+    names = (("title", "title"), ("source", "source"), ("url", "url"), ("external_id", "id"))
+    for name, key in names:
+        value = row.get(key)
+        if value is None:
+            value = ""
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ArticleInvalid(
+                f'{at}"{key}" must be a string, not {type(value).__name__}', row=number, field=key
+            )
+        value = str(value).strip()
+        if len(value) > _LIMITS[name]:
+            raise ArticleInvalid(
+                f'{at}"{key}" is {len(value)} characters long, at most {_LIMITS[name]} fit',
+                row=number,
+                field=key,
+            )
+        fields[name] = value
+    fields["published_at"] = _parse_published(row.get("published_at"), at, number)
+    return fields
+
+
+def _parse_published(value, at: str, number: int | None) -> datetime | None:
+    if value is None or value == "":
+        return None
+    parsed = None
+    if isinstance(value, str):
+        try:
+            parsed = parse_datetime(value.strip())
+            if parsed is None and (day := parse_date(value.strip())) is not None:
+                parsed = datetime(day.year, day.month, day.day)
+        except ValueError:
+            parsed = None
+    if parsed is None:
+        raise ArticleInvalid(
+            f'{at}"published_at" must be an ISO-8601 date or time like 2024-05-01T08:00:00+08:00,'
+            f" not {value!r}",
+            row=number,
+            field="published_at",
+        )
+    if timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed)
+    return parsed
+
+
+def _article(fields: dict, *, now: datetime, upload=None, row: int | None = None) -> Article:
+    return Article(
+        **fields,
+        dated_at=fields["published_at"] or now,
+        content_hash=Article.hash_body(fields["body"]),
+        length=len(fields["body"]),
+        upload=upload,
+        row=row,
+    )
+
+
+def _enqueue_process(article_ids: list[int]) -> None:
+    """Send the articles to the workers in chunks once the transaction commits."""
+    from dedup import tasks
+
+    size = max(1, django_settings.DEDUP_CHUNK_SIZE)
+    for start in range(0, len(article_ids), size):
+        chunk = list(article_ids[start : start + size])
+        transaction.on_commit(lambda chunk=chunk: tasks.articles_process.delay(article_ids=chunk))
+
+
+@transaction.atomic
+def articles_ingest(*, rows: list[dict], upload=None, user=None) -> list[Article]:
+    """Validate and store articles, then have them fingerprinted and matched."""
+    if not isinstance(rows, list):
+        raise ArticleInvalid("expected a list of articles")
+    now = timezone.now()
+    articles = [
+        _article(article_clean(row, number=i, label=f"articles[{i}]"), now=now, upload=upload)
+        for i, row in enumerate(rows)
+    ]
+    created = Article.objects.bulk_create(articles)
+    _enqueue_process([a.pk for a in created])
+    return created
+
+
+def articles_process(*, article_ids: list[int], stale_after: int | None = None) -> None:
+    """Fingerprint, index and match articles; one failing does not stop the others.
+
+    An article is claimed when pending, or processing but claimed more than `stale_after`
+    seconds ago (default DEDUP_STUCK_AFTER_SECONDS; 0 when a task is retried or delivered again,
+    since then the claim is its own)."""
+    settings = index.settings_current()
+    detector = index.detector_for(settings)
+    if stale_after is None:
+        stale_after = django_settings.DEDUP_STUCK_AFTER_SECONDS
+    uploads = set()
+    version, plan = settings.index_version, settings.plan()
+    for article_id in article_ids:
+        try:
+            upload_id = _article_process(article_id, settings, detector, stale_after, version, plan)
+        except TRANSIENT:
+            raise
+        except Exception as error:
+            logger.exception("article %s failed", article_id)
+            Article.objects.filter(id=article_id).update(
+                status=ArticleStatus.FAILED,
+                status_message=f"{type(error).__name__}: {error}"[:500],
+                processed_at=timezone.now(),
+            )
+            upload_id = Article.objects.filter(id=article_id).values_list("upload_id", flat=True)
+            upload_id = upload_id.first()
+        if upload_id:
+            uploads.add(upload_id)
+    for upload_id in uploads:
+        _upload_finish_if_processed(upload_id)
+
+
+def _article_process(article_id: int, settings: Settings, detector, stale_after, version, plan):
+    now = timezone.now()
+    claimable = Q(status=ArticleStatus.PENDING) | Q(
+        Q(claimed_at__isnull=True) | Q(claimed_at__lte=now - timedelta(seconds=stale_after)),
+        status=ArticleStatus.PROCESSING,
+    )
+    claimed = Article.objects.filter(claimable, id=article_id).update(
+        status=ArticleStatus.PROCESSING, claimed_at=now, attempts=F("attempts") + 1
+    )
+    if not claimed:
+        return None  # done already, or another worker has it
+    article = Article.objects.only("id", "body", "content_hash", "upload_id").get(id=article_id)
+    original = (
+        Article.objects.filter(content_hash=article.content_hash, status=ArticleStatus.DONE)
+        .exclude(id=article_id)
+        .order_by("id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if original is not None:
+        with transaction.atomic():
+            a, b = sorted((original, article_id))
+            Match.objects.bulk_create(
+                [
+                    Match(
+                        a_id=a,
+                        b_id=b,
+                        kind=MatchKind.EXACT,
+                        distance=0,
+                        similarity=1.0,
+                        version=version,
+                    )
+                ],
+                ignore_conflicts=True,
+            )
+            _article_finish(article_id, ArticleStatus.EXACT, exact_of_id=original)
+        return article.upload_id
+    fingerprint, features = detector.fingerprint_and_features(article.body)
+    item = index.Indexed(article_id, fingerprint, features)
+    with transaction.atomic():
+        index.index_store(items=[item], version=version, plan=plan)
+    # Committed before looking: of two near-copies indexed at the same moment, whichever looks
+    # second finds the other (both may; the unique pair keeps one match).
+    _article_match(article_id, features, settings, detector, version, plan)
+    with transaction.atomic():
+        _article_finish(article_id, ArticleStatus.DONE)
+    return article.upload_id
+
+
+def _article_match(article_id, features, settings, detector, version, plan, *, update=False):
+    candidates = index.candidates_find(
+        features=features,
+        version=version,
+        plan=plan,
+        k=settings.k_max,
+        since=index.retention_start(settings),
+        exclude=article_id,
+    )
+    found = index.duplicates_find(
+        article_id=article_id,
+        features=features,
+        candidates=candidates,
+        version=version,
+        detector=detector,
+    )
+    rows = index.match_rows(found, version=version)
+    if update:  # a rebuild: the new verdict replaces the old one
+        Match.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["a", "b"],
+            update_fields=["kind", "distance", "similarity", "shared_passages", "version"],
+        )
+    else:
+        Match.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def _article_finish(article_id: int, status: str, **fields) -> None:
+    Article.objects.filter(id=article_id, status=ArticleStatus.PROCESSING).update(
+        status=status, status_message="", processed_at=timezone.now(), **fields
+    )
+
+
+def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
+    """Send again the articles waiting or processing for too long; return how many."""
+    if older_than_seconds is None:
+        older_than_seconds = django_settings.DEDUP_STUCK_AFTER_SECONDS
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=older_than_seconds)
+    # claimed_at of a pending article records when it was last sent again, so that a long
+    # queue is not sent twice every time this runs.
+    stuck = Article.objects.filter(
+        Q(status=ArticleStatus.PENDING, claimed_at__isnull=True, created_at__lte=cutoff)
+        | Q(status=ArticleStatus.PENDING, claimed_at__lte=cutoff)
+        | Q(status=ArticleStatus.PROCESSING, claimed_at__lte=cutoff)
+        | Q(status=ArticleStatus.PROCESSING, claimed_at__isnull=True)
+    )
+    ids = list(stuck.order_by("id").values_list("id", flat=True))
+    if not ids:
+        return 0
+    from dedup import tasks
+
+    Article.objects.filter(id__in=ids, status=ArticleStatus.PENDING).update(claimed_at=now)
+    size = max(1, django_settings.DEDUP_CHUNK_SIZE)
+    for start in range(0, len(ids), size):
+        tasks.articles_process.delay(
+            article_ids=ids[start : start + size], stale_after=older_than_seconds
+        )
+    logger.info("requeued %d stuck articles", len(ids))
+    return len(ids)
+
+
+def articles_prune(*, now: datetime | None = None) -> int:
+    """Delete the index rows of articles outside the retention window; return how many."""
+    start = index.retention_start(index.settings_current(), now)
+    if start is None:
+        return 0
+    deleted, _ = SegmentRow.objects.filter(article__dated_at__lt=start).delete()
+    passages, _ = PassageKey.objects.filter(article__dated_at__lt=start).delete()
+    return deleted + passages
+
+
+# --- checking a text ------------------------------------------------------------------------
+
+
+def text_check(*, text: str, k: int | None = None) -> dict:
+    """Return a text's fingerprint and the stored articles it duplicates; store nothing."""
+    if not isinstance(text, str) or not text.strip():
+        raise ArticleInvalid('needs a non-empty "text"', field="text")
+    current = index.settings_current()
+    settings = current.active()  # answers come from the active version until a rebuild ends
+    version = current.active_version
+    if k is None:
+        k = settings.k_max
+    if not 0 <= k <= settings.k_max:
+        raise DedupError(f"k must be from 0 to {settings.k_max} (the index's k_max), not {k}")
+    detector = index.detector_for(settings)
+    fingerprint, features = detector.fingerprint_and_features(text)
+    candidates = index.candidates_find(
+        features=features,
+        version=version,
+        plan=settings.plan(),
+        k=k,
+        since=index.retention_start(settings),
+    )
+    found = index.duplicates_find(
+        article_id=None,
+        features=features,
+        candidates=candidates,
+        version=version,
+        detector=detector,
+    )
+    titles = dict(Article.objects.filter(id__in=[d.b for d in found]).values_list("id", "title"))
+    exact = set(
+        Article.objects.filter(content_hash=Article.hash_body(text)).values_list("id", flat=True)
+    )
+    matches = [
+        {
+            "article": d.b,
+            "title": titles.get(d.b, ""),
+            "kind": MatchKind.EXACT if d.b in exact else d.kind,
+            "distance": d.distance,
+            "similarity": 1.0 if d.b in exact else d.similarity,
+            "shared_passages": [list(p) for p in d.shared_passages],
+        }
+        for d in found
+    ]
+    matches.sort(key=lambda m: (-m["similarity"], m["article"]))
+    return {
+        "fingerprint": fingerprint.hex,
+        "status": str(fingerprint.status),
+        "tokens": fingerprint.tokens,
+        "version": version,
+        "matches": matches,
+    }
+
+
+# --- uploads --------------------------------------------------------------------------------
+
+
+def upload_create(*, file, name: str, user=None) -> UploadBatch:
+    """Store an uploaded file and have a worker read it; nothing is parsed here."""
+    limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
+    size = getattr(file, "size", None)
+    if size is None:
+        file.seek(0, 2)
+        size = file.tell()
+        file.seek(0)
+    if size > limit:
+        raise UploadTooLarge(
+            f"{name} is {size / 2**20:.1f} MiB, over the limit of {limit / 2**20:.0f} MiB "
+            "(DEDUP_MAX_UPLOAD_MB): split it into smaller files"
+        )
+    safe_name = PurePosixPath(name.replace("\\", "/")).name or "upload"
+    with transaction.atomic():
+        batch = UploadBatch(name=name[:300], uploaded_by=user)
+        batch.file.save(safe_name, File(file, name=safe_name), save=False)
+        batch.save()
+        from dedup import tasks
+
+        transaction.on_commit(lambda: tasks.upload_process.delay(upload_id=batch.pk))
+    return batch
+
+
+def upload_process(*, upload_id: int) -> UploadBatch:
+    """Read a stored upload into articles, chunk by chunk; bad rows are recorded, not fatal.
+
+    Run again (a retry), it recounts the file and creates only the rows it has not created."""
+    batch = UploadBatch.objects.get(id=upload_id)
+    if batch.state in (UploadState.DONE, UploadState.FAILED):
+        return batch
+    UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PARSING)
+    made = set(Article.objects.filter(upload_id=upload_id).values_list("row", flat=True))
+    limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
+    total = accepted = rejected = 0
+    errors: list[dict] = []
+    pending: list[Article] = []
+    now = timezone.now()
+
+    def flush() -> None:
+        with transaction.atomic():
+            # Another run of this upload (a task delivered twice) may have made some already.
+            Article.objects.bulk_create(pending, ignore_conflicts=True)
+            created = Article.objects.filter(
+                upload_id=upload_id,
+                row__in=[a.row for a in pending],
+                status=ArticleStatus.PENDING,
+            ).values_list("id", flat=True)
+            _enqueue_process(sorted(created))
+            UploadBatch.objects.filter(id=upload_id).update(
+                total_rows=total, accepted=accepted, rejected=rejected, errors=errors
+            )
+        pending.clear()
+
+    try:
+        with batch.file.open("rb") as stream:
+            for number, row in enumerate(upload_rows(stream, batch.name, max_bytes=limit), 1):
+                total += 1
+                try:
+                    if isinstance(row, BadRow):
+                        raise ArticleInvalid(f"{row.where}: {row.reason}", row=number)
+                    where, obj = row
+                    fields = article_clean(obj)
+                except ArticleInvalid as error:
+                    rejected += 1
+                    if len(errors) < MAX_UPLOAD_ERRORS:
+                        message = error.message
+                        if not isinstance(row, BadRow):
+                            message = f"{where}: {message}"
+                        errors.append({"row": number, "message": message})
+                    continue
+                accepted += 1
+                if number not in made:
+                    pending.append(_article(fields, now=now, upload=batch, row=number))
+                if len(pending) >= django_settings.DEDUP_CHUNK_SIZE:
+                    flush()
+            flush()
+    except (InputError, OSError, ValueError) as error:
+        return _upload_fail(batch, str(error))
+    if total == 0:
+        return _upload_fail(batch, f"{batch.name} holds no articles; {SUPPORTED}")
+    if accepted == 0:
+        first = errors[0]["message"] if errors else ""
+        return _upload_fail(
+            batch, f"none of the {total} rows could be read (first: {first}); {SUPPORTED}"
+        )
+    UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PROCESSING)
+    _upload_finish_if_processed(upload_id)
+    batch.refresh_from_db()
+    return batch
+
+
+def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
+    UploadBatch.objects.filter(id=batch.pk).update(
+        state=UploadState.FAILED, message=message, finished_at=timezone.now()
+    )
+    batch.refresh_from_db()
+    return batch
+
+
+def _upload_finish_if_processed(upload_id: int) -> None:
+    busy = (ArticleStatus.PENDING, ArticleStatus.PROCESSING)
+    if not Article.objects.filter(upload_id=upload_id, status__in=busy).exists():
+        UploadBatch.objects.filter(id=upload_id, state=UploadState.PROCESSING).update(
+            state=UploadState.DONE, finished_at=timezone.now()
+        )
+
+
+# --- settings and rebuilds ------------------------------------------------------------------
+
+EDITABLE = ("threshold", "k_max", "capacity", "top_n", "tokenizer", "retention_days",
+            "stop_words", "near", "partial")  # fmt: skip
+
+
+def settings_update(**fields) -> RebuildJob | None:
+    """Change the settings; when fingerprints or the plan change, start a rebuild."""
+    unknown = sorted(set(fields) - set(EDITABLE))
+    if unknown:
+        raise SettingsInvalid(f"unknown setting(s) {', '.join(unknown)}; use {', '.join(EDITABLE)}")
+    with transaction.atomic():
+        index.settings_current()
+        row = Settings.objects.select_for_update().get(pk=1)
+        for name, value in fields.items():
+            setattr(row, name, value)
+        try:
+            row.full_clean(exclude=["active_version", "active_config"])
+            version = row.index_version
+        except (ConfigError, PlanError) as error:
+            raise SettingsInvalid(str(error)) from error
+        except Exception as error:  # ValidationError: name the fields
+            raise SettingsInvalid(str(error)) from error
+        if row.threshold > row.k_max:
+            raise SettingsInvalid(f"threshold {row.threshold} is over k_max {row.k_max}")
+        row.save()
+        running = RebuildJob.objects.filter(state="running").exclude(version=version)
+        running.update(state="failed", message="superseded by a later settings change")
+        if version == row.active_version:
+            return None
+        job = RebuildJob.objects.filter(state="running", version=version).first()
+        if job is None:
+            total = Article.objects.filter(status=ArticleStatus.DONE).count()
+            job = RebuildJob.objects.create(version=version, total=total)
+            from dedup import tasks
+
+            transaction.on_commit(lambda: tasks.index_rebuild.delay(job_id=job.pk))
+        return job
+
+
+def index_rebuild(*, job_id: int) -> RebuildJob:
+    """Fingerprint, index and match every article under the new version, then switch to it."""
+    job = RebuildJob.objects.get(id=job_id)
+    settings = index.settings_current()
+    if job.state != "running":
+        return job
+    if settings.index_version != job.version:
+        RebuildJob.objects.filter(id=job_id).update(
+            state="failed", message="superseded by a later settings change"
+        )
+        job.refresh_from_db()
+        return job
+    detector = index.detector_for(settings)
+    version, plan = job.version, settings.plan()
+    size = max(1, django_settings.DEDUP_CHUNK_SIZE)
+    RebuildJob.objects.filter(id=job_id).update(
+        done=0, total=Article.objects.filter(status=ArticleStatus.DONE).count()
+    )
+    done = Article.objects.filter(status=ArticleStatus.DONE)
+    last = 0
+    while True:  # every article, in order: a resumed rebuild starts over, harmlessly
+        if not RebuildJob.objects.filter(id=job_id, state="running").exists():
+            job.refresh_from_db()
+            return job
+        chunk = list(done.filter(id__gt=last).order_by("id").values_list("id", "body")[:size])
+        if not chunk:
+            break
+        _rebuild_chunk(chunk, settings, detector, version, plan)
+        last = chunk[-1][0]
+        RebuildJob.objects.filter(id=job_id).update(done=F("done") + len(chunk))
+    while True:  # articles a worker finished under the old version meanwhile
+        missing = list(
+            done.exclude(fingerprints__version=version)
+            .order_by("id")
+            .values_list("id", "body")[:size]
+        )
+        if not missing:
+            break
+        _rebuild_chunk(missing, settings, detector, version, plan)
+    with transaction.atomic():
+        row = Settings.objects.select_for_update().get(pk=1)
+        if (
+            row.index_version != version
+            or not RebuildJob.objects.filter(id=job_id, state="running").exists()
+        ):
+            job.refresh_from_db()
+            return job
+        Settings.objects.filter(pk=1).update(
+            active_version=version, active_config=row.config_fields()
+        )
+        Match.objects.filter(kind=MatchKind.EXACT).update(version=version)
+        Match.objects.exclude(version=version).delete()  # pairs the new version does not find
+        SegmentRow.objects.exclude(version=version).delete()
+        PassageKey.objects.exclude(version=version).delete()
+        Fingerprint.objects.exclude(version=version).delete()
+        RebuildJob.objects.filter(id=job_id).update(state="done", finished_at=timezone.now())
+    job.refresh_from_db()
+    return job
+
+
+def _rebuild_chunk(chunk, settings, detector, version, plan) -> None:
+    ids = [article_id for article_id, _ in chunk]
+    stored = index.features_load(article_ids=ids, version=version)
+    new = []
+    for article_id, body in chunk:
+        if article_id not in stored:
+            fingerprint, features = detector.fingerprint_and_features(body)
+            new.append(index.Indexed(article_id, fingerprint, features))
+            stored[article_id] = features
+    with transaction.atomic():
+        index.index_store(items=new, version=version, plan=plan)
+    for article_id in ids:
+        features = stored[article_id]
+        _article_match(article_id, features, settings, detector, version, plan, update=True)

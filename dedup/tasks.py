@@ -1,0 +1,59 @@
+"""Celery tasks: thin wrappers that load ids and call one service each.
+
+Tasks are acknowledged after they run (a task lost with its worker is delivered again) and
+retried with backoff on transient database errors; the services are idempotent, so running a
+task twice changes nothing twice.
+"""
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from dedup import services
+
+RETRY = {
+    "bind": True,
+    "acks_late": True,
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": True,
+    "retry_backoff_max": 120,
+    "retry_jitter": True,
+    "max_retries": 8,
+}
+
+
+def _again(task) -> bool:
+    """Return whether this run repeats an earlier one (a retry, or a message redelivered)."""
+    delivery = task.request.delivery_info or {}
+    return bool(task.request.retries or delivery.get("redelivered"))
+
+
+@shared_task(name="dedup.tasks.upload_process", **RETRY)
+def upload_process(self, upload_id: int) -> None:
+    """Read an uploaded file into articles."""
+    services.upload_process(upload_id=upload_id)
+
+
+@shared_task(name="dedup.tasks.articles_process", **RETRY)
+def articles_process(self, article_ids: list[int], stale_after: int | None = None) -> None:
+    """Fingerprint, index and match a chunk of articles."""
+    # A repeat may take back the articles its own earlier run claimed and did not finish.
+    stale_after = 0 if _again(self) else stale_after
+    services.articles_process(article_ids=article_ids, stale_after=stale_after)
+
+
+@shared_task(name="dedup.tasks.articles_requeue_stuck", **RETRY)
+def articles_requeue_stuck(self, older_than_seconds: int | None = None) -> int:
+    """Send again the articles waiting or processing for too long."""
+    return services.articles_requeue_stuck(older_than_seconds=older_than_seconds)
+
+
+@shared_task(name="dedup.tasks.articles_prune", **RETRY)
+def articles_prune(self) -> int:
+    """Delete index rows outside the retention window."""
+    return services.articles_prune()
+
+
+@shared_task(name="dedup.tasks.index_rebuild", **RETRY)
+def index_rebuild(self, job_id: int) -> None:
+    """Re-fingerprint and re-index every article under the new settings, then switch."""
+    services.index_rebuild(job_id=job_id)

@@ -1,0 +1,94 @@
+"""manage.py rebuild: fingerprint, index and match every article again under the settings."""
+
+from __future__ import annotations
+
+import threading
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import close_old_connections, connections, transaction
+
+from dedup import services, tasks
+from dedup.index import settings_current
+from dedup.management.commands._ops import POLL_SECONDS, progress, wait_until, worker_running
+from dedup.models import Article, ArticleStatus, RebuildJob
+
+
+class Command(BaseCommand):
+    help = (
+        "Rebuild the fingerprints, the index and the matches of every processed article under "
+        "the current settings (changing fingerprint settings in the admin starts one by itself). "
+        "A running worker does it (--wait follows it); with no worker, this command does."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--wait", action="store_true", help="with a worker running, follow it to the end"
+        )
+
+    def handle(self, *args, **options) -> None:
+        job, started = self.job_start()
+        self.stdout.write(
+            f"{'Started' if started else 'Following'} rebuild {job.pk} to {job.version} "
+            f"({job.total} article(s))."
+        )
+        worker = worker_running()
+        if not worker:
+            self.stdout.write("No worker is running: rebuilding here.")
+            job = self.run_here(job)
+        elif started:
+            transaction.on_commit(lambda: tasks.index_rebuild.delay(job_id=job.pk))
+        if worker and options["wait"]:
+            with progress(job.total, "rebuild", self.stderr, unit="article") as bar:
+                wait_until(lambda: _state(job), bar)
+            job.refresh_from_db()
+        elif worker:
+            self.stdout.write("The worker is rebuilding: follow it with --wait or in the admin.")
+            return
+        if job.state != "done":
+            raise CommandError(f"rebuild {job.pk} is {job.state}: {job.message or 'see the log'}")
+        self.stdout.write(f"Rebuild {job.pk} done: {job.done} article(s) under {job.version}.")
+
+    @transaction.atomic
+    def job_start(self) -> tuple[RebuildJob, bool]:
+        """Return the running rebuild to the current version, or start one."""
+        version = settings_current().index_version
+        running = RebuildJob.objects.filter(state="running", version=version).first()
+        if running is not None:
+            return running, False
+        total = Article.objects.filter(status=ArticleStatus.DONE).count()
+        # settings_update starts rebuilds when the version changes; this one keeps the version,
+        # so index_rebuild re-matches every article and refills what is missing.
+        return RebuildJob.objects.create(version=version, total=total), True
+
+    def run_here(self, job: RebuildJob) -> RebuildJob:
+        """Run the rebuild in this process, with a progress bar on a terminal."""
+        stop = threading.Event()
+        watcher = None
+        if self.stderr.isatty():
+            watcher = threading.Thread(target=self.watch, args=(job, stop), daemon=True)
+            watcher.start()
+        try:
+            return services.index_rebuild(job_id=job.pk)
+        finally:
+            stop.set()
+            if watcher is not None:
+                watcher.join()
+
+    def watch(self, job: RebuildJob, stop: threading.Event) -> None:
+        """Show the progress of a rebuild running in another thread."""
+        try:
+            with progress(job.total, "rebuild", self.stderr, unit="article") as bar:
+                while not stop.wait(POLL_SECONDS):
+                    _, done, total = _state(job)
+                    bar.total = total
+                    bar.update(done - bar.n)
+        finally:
+            close_old_connections()
+            connections.close_all()  # this thread's own connection
+
+
+def _state(job: RebuildJob) -> tuple[bool, int, int | None]:
+    row = RebuildJob.objects.filter(pk=job.pk).values("state", "done", "total").first()
+    if row is None:
+        return True, 0, None
+    return row["state"] != "running", row["done"], row["total"] or None

@@ -5,8 +5,8 @@ packed verification features), one SegmentRow per table of the plan (the fingerp
 that table's key, `Plan.keys`, as in MemIndex and PgIndex) and one PassageKey per passage.
 Every write ignores rows that exist already, so a retried task adds nothing twice.
 
-Candidates are read back with the ORM on PostgreSQL and SQLite alike: one query for the
-fingerprint's keys in all tables (the Hamming distance is checked here, on the bucket rows),
+Candidates are read back in one query for the fingerprint's bucket in every table (on
+PostgreSQL the Hamming distance is checked in SQL, on SQLite here, on the bucket rows), and
 one for the passage keys, leaving out keys more than MAX_PASSAGE_OWNERS articles hold. They
 are verified on their stored features: an old article is never tokenised again.
 """
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
-from django.db.models import Count
+from django.db import connection
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from dedup.engine.fingerprint import Fingerprint as EngineFingerprint
@@ -139,20 +140,7 @@ def candidates_find(
     """Return the articles within distance k of the fingerprint or sharing a passage key."""
     found: set[int] = set()
     if features.fingerprint is not None:
-        value = features.fingerprint
-        keys = plan.keys(np.array([value], dtype=np.uint64)).view(np.int64)[:, 0].tolist()
-        wanted = set(enumerate(keys))
-        # One query for every table's bucket; (table, key) pairs of other tables that come
-        # along are dropped here, as are fingerprints further than k.
-        rows = SegmentRow.objects.filter(
-            version=version, table_no__in=range(len(keys)), key__in=sorted(set(keys))
-        )
-        if since is not None:
-            rows = rows.filter(article__dated_at__gte=since)
-        fields = ("table_no", "key", "article_id", "fingerprint")
-        for table, key, article_id, other in rows.values_list(*fields).iterator():
-            if (table, key) in wanted and (to_unsigned(other) ^ value).bit_count() <= k:
-                found.add(article_id)
+        found.update(_near_fingerprints(features.fingerprint, version, plan, k, since))
     keys = sorted(set(features.passage_keys.view(np.int64).tolist()))
     if keys:
         held = PassageKey.objects.filter(version=version, key__in=keys)
@@ -171,6 +159,40 @@ def candidates_find(
             found.update(rows.values_list("article_id", flat=True).distinct())
     found.discard(exclude)
     return found
+
+
+def _near_fingerprints(
+    value: int, version: str, plan: Plan, k: int, since: datetime | None
+) -> set[int]:
+    """Return the articles whose fingerprint is within distance k: one query, each table's
+    bucket read under its own key."""
+    keys = plan.keys(np.array([value], dtype=np.uint64)).view(np.int64)[:, 0].tolist()
+    if connection.vendor == "postgresql":
+        # The distance is checked in the database: only the matches come back.
+        joined = "JOIN dedup_article a ON a.id = s.article_id AND a.dated_at >= %s" if since else ""
+        sql = f"""
+            SELECT DISTINCT s.article_id
+            FROM unnest(%s::smallint[], %s::bigint[]) AS q(table_no, key)
+            JOIN dedup_segmentrow s ON s.version = %s AND s.table_no = q.table_no
+                AND s.key = q.key
+            {joined}
+            WHERE bit_count((s.fingerprint # %s)::bit(64)) <= %s
+        """
+        params = [list(range(len(keys))), keys, version, *([since] if since else [])]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, to_signed(value), k])
+            return {row[0] for row in cursor.fetchall()}
+    buckets = Q()
+    for table, key in enumerate(keys):
+        buckets |= Q(table_no=table, key=key)
+    rows = SegmentRow.objects.filter(buckets, version=version)
+    if since is not None:
+        rows = rows.filter(article__dated_at__gte=since)
+    return {
+        article_id
+        for article_id, other in rows.values_list("article_id", "fingerprint").iterator()
+        if (to_unsigned(other) ^ value).bit_count() <= k
+    }
 
 
 def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:

@@ -32,7 +32,7 @@ class Settings(models.Model):
         _("default threshold"), default=3, help_text=_("distance shown to editors at first")
     )
     k_max = models.PositiveSmallIntegerField(
-        _("largest distance indexed"), default=10, help_text=_("candidates up to this distance")
+        _("largest distance indexed"), default=4, help_text=_("candidates up to this distance")
     )
     capacity = models.PositiveBigIntegerField(
         _("planned articles"), default=1_000_000, help_text=_("the index plan is sized for it")

@@ -163,84 +163,140 @@ def articles_ingest(*, rows: list[dict], upload=None, user=None) -> list[Article
 
 
 def articles_process(*, article_ids: list[int], stale_after: int | None = None) -> None:
-    """Fingerprint, index and match articles; one failing does not stop the others.
+    """Fingerprint, index and match a chunk of articles; one failing does not stop the others.
 
     An article is claimed when pending, or processing but claimed more than `stale_after`
     seconds ago (default DEDUP_STUCK_AFTER_SECONDS; 0 when a task is retried or delivered again,
-    since then the claim is its own)."""
+    since then the claim is its own). The chunk is claimed, read, indexed and finished in a few
+    statements; only the lookups go article by article."""
     settings = index.settings_current()
     detector = index.detector_for(settings)
     if stale_after is None:
         stale_after = django_settings.DEDUP_STUCK_AFTER_SECONDS
-    uploads = set()
     version, plan = settings.index_version, settings.plan()
-    for article_id in article_ids:
+    claimed = _articles_claim(article_ids, stale_after)
+    if not claimed:
+        return
+    articles = list(
+        Article.objects.filter(id__in=claimed).order_by("id").only("id", "body", "content_hash")
+    )
+    exact = _exact_originals(articles)
+    items, failed = [], {}
+    for article in articles:
+        if article.id in exact:
+            continue
         try:
-            upload_id = _article_process(article_id, settings, detector, stale_after, version, plan)
+            fingerprint, features = detector.fingerprint_and_features(article.body)
+        except Exception as error:  # one bad text must not sink the chunk
+            logger.exception("article %s failed", article.id)
+            failed[article.id] = f"{type(error).__name__}: {error}"[:500]
+            continue
+        items.append(index.Indexed(article.id, fingerprint, features))
+    with transaction.atomic():
+        index.index_store(items=items, version=version, plan=plan)
+    # Committed before looking: of two near-copies indexed at the same moment, whichever looks
+    # second finds the other (both may; the unique pair keeps one match).
+    rows = [
+        Match(
+            a_id=min(a, b), b_id=max(a, b), kind=MatchKind.EXACT, distance=0, similarity=1.0,
+            version=version,
+        )
+        for b, a in exact.items()
+    ]  # fmt: skip
+    done = []
+    for item in items:
+        try:
+            rows += _article_matches(
+                item.article_id, item.features, settings, detector, version, plan
+            )
         except TRANSIENT:
             raise
         except Exception as error:
-            logger.exception("article %s failed", article_id)
-            Article.objects.filter(id=article_id).update(
-                status=ArticleStatus.FAILED,
-                status_message=f"{type(error).__name__}: {error}"[:500],
-                processed_at=timezone.now(),
+            logger.exception("article %s failed", item.article_id)
+            failed[item.article_id] = f"{type(error).__name__}: {error}"[:500]
+            continue
+        done.append(item.article_id)
+    with transaction.atomic():
+        Match.objects.bulk_create(rows, ignore_conflicts=True)
+        now = timezone.now()
+        processing = Article.objects.filter(status=ArticleStatus.PROCESSING)
+        processing.filter(id__in=done).update(
+            status=ArticleStatus.DONE, status_message="", processed_at=now
+        )
+        for article_id, original in exact.items():
+            processing.filter(id=article_id).update(
+                status=ArticleStatus.EXACT, exact_of_id=original, status_message="",
+                processed_at=now,
+            )  # fmt: skip
+        for article_id, message in failed.items():
+            processing.filter(id=article_id).update(
+                status=ArticleStatus.FAILED, status_message=message, processed_at=now
             )
-            upload_id = Article.objects.filter(id=article_id).values_list("upload_id", flat=True)
-            upload_id = upload_id.first()
-        if upload_id:
-            uploads.add(upload_id)
-    for upload_id in uploads:
+    uploads = Article.objects.filter(id__in=claimed, upload__isnull=False).values_list(
+        "upload_id", flat=True
+    )
+    for upload_id in sorted(set(uploads)):
         _upload_finish_if_processed(upload_id)
 
 
-def _article_process(article_id: int, settings: Settings, detector, stale_after, version, plan):
+def _articles_claim(article_ids: list[int], stale_after: int) -> list[int]:
+    """Claim the articles nobody is working on; return their ids."""
     now = timezone.now()
     claimable = Q(status=ArticleStatus.PENDING) | Q(
         Q(claimed_at__isnull=True) | Q(claimed_at__lte=now - timedelta(seconds=stale_after)),
         status=ArticleStatus.PROCESSING,
     )
-    claimed = Article.objects.filter(claimable, id=article_id).update(
-        status=ArticleStatus.PROCESSING, claimed_at=now, attempts=F("attempts") + 1
-    )
-    if not claimed:
-        return None  # done already, or another worker has it
-    article = Article.objects.only("id", "body", "content_hash", "upload_id").get(id=article_id)
-    original = (
-        Article.objects.filter(content_hash=article.content_hash, status=ArticleStatus.DONE)
-        .exclude(id=article_id)
+    with transaction.atomic():
+        ids = list(
+            Article.objects.select_for_update(skip_locked=True)
+            .filter(claimable, id__in=article_ids)
+            .values_list("id", flat=True)
+        )
+        Article.objects.filter(id__in=ids).update(
+            status=ArticleStatus.PROCESSING, claimed_at=now, attempts=F("attempts") + 1
+        )
+    return ids
+
+
+def _exact_originals(articles: list[Article]) -> dict[int, int]:
+    """Return {article: the earliest article with the same text} for the exact copies among
+    these (in id order): of a text twice in the chunk, the first is processed, the rest copy it."""
+    first: dict[str, int] = {}
+    earlier = (
+        Article.objects.filter(
+            content_hash__in={a.content_hash for a in articles}, status=ArticleStatus.DONE
+        )
         .order_by("id")
-        .values_list("id", flat=True)
-        .first()
+        .values_list("content_hash", "id")
     )
-    if original is not None:
-        with transaction.atomic():
-            a, b = sorted((original, article_id))
-            Match.objects.bulk_create(
-                [
-                    Match(
-                        a_id=a,
-                        b_id=b,
-                        kind=MatchKind.EXACT,
-                        distance=0,
-                        similarity=1.0,
-                        version=version,
-                    )
-                ],
-                ignore_conflicts=True,
-            )
-            _article_finish(article_id, ArticleStatus.EXACT, exact_of_id=original)
-        return article.upload_id
-    fingerprint, features = detector.fingerprint_and_features(article.body)
-    item = index.Indexed(article_id, fingerprint, features)
-    with transaction.atomic():
-        index.index_store(items=[item], version=version, plan=plan)
-    # Committed before looking: of two near-copies indexed at the same moment, whichever looks
-    # second finds the other (both may; the unique pair keeps one match).
-    _article_match(article_id, features, settings, detector, version, plan)
-    with transaction.atomic():
-        _article_finish(article_id, ArticleStatus.DONE)
-    return article.upload_id
+    for content_hash, article_id in earlier:
+        first.setdefault(content_hash, article_id)
+    copies = {}
+    for article in articles:
+        original = first.setdefault(article.content_hash, article.id)
+        if original != article.id:
+            copies[article.id] = original
+    return copies
+
+
+def _article_matches(article_id, features, settings, detector, version, plan) -> list[Match]:
+    """Return the unsaved matches of one indexed article."""
+    candidates = index.candidates_find(
+        features=features,
+        version=version,
+        plan=plan,
+        k=settings.k_max,
+        since=index.retention_start(settings),
+        exclude=article_id,
+    )
+    found = index.duplicates_find(
+        article_id=article_id,
+        features=features,
+        candidates=candidates,
+        version=version,
+        detector=detector,
+    )
+    return index.match_rows(found, version=version)
 
 
 def _article_match(article_id, features, settings, detector, version, plan, *, update=False):

@@ -139,7 +139,7 @@ class Detector:
         self,
         config: Config | None = None,
         *,
-        k_article: int = 10,
+        k_article: int = 4,
         near: float = 0.4,
         partial: float = 0.4,
         min_shared: int = 60,  # shared shingles (about characters) a partial copy needs

@@ -311,8 +311,8 @@ def test_check_answers_and_stores_nothing(client):
         ({}, "text"),
         ({"text": ""}, "text"),
         ({"text": 5}, "text"),
-        ({"text": TEXT, "k": -1}, "k must be a whole number from 0 to 10"),
-        ({"text": TEXT, "k": 11}, "k must be a whole number from 0 to 10"),
+        ({"text": TEXT, "k": -1}, "k must be a whole number from 0 to 4"),
+        ({"text": TEXT, "k": 5}, "k must be a whole number from 0 to 4"),
         ({"text": TEXT, "k": 2.5}, "k must be"),
         ({"text": TEXT, "k": True}, "k must be"),
         (["text"], "JSON object"),
@@ -410,9 +410,9 @@ def test_matches_filtered_by_k_and_similarity(client, matched):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"k": "abc"}, "k must be a whole number from 0 to 10"),
+        ({"k": "abc"}, "k must be a whole number from 0 to 4"),
         ({"k": "-1"}, "k must be"),
-        ({"k": "11"}, "k must be"),
+        ({"k": "5"}, "k must be"),
         ({"k": "2.5"}, "k must be"),
         ({"min_similarity": "much"}, "min_similarity must be a number from 0 to 1"),
         ({"min_similarity": "1.5"}, "min_similarity"),

@@ -14,13 +14,14 @@ are verified on their stored features: an old article is never tokenised again.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Subquery
 from django.utils import timezone
 
 from dedup.engine.fingerprint import Fingerprint as EngineFingerprint
@@ -143,22 +144,25 @@ def candidates_find(
         found.update(_near_fingerprints(features.fingerprint, version, plan, k, since))
     keys = sorted(set(features.passage_keys.view(np.int64).tolist()))
     if keys:
-        held = PassageKey.objects.filter(version=version, key__in=keys)
-        # Boilerplate: a key held by many articles (a footer, a menu) finds nothing worth finding.
-        common = (
-            held.values("key")
-            .annotate(owners=Count("article_id", distinct=True))
-            .filter(owners__gt=MAX_PASSAGE_OWNERS)
-            .values_list("key", flat=True)
-        )
-        usable = sorted(set(keys) - set(common))
-        if usable:
-            rows = PassageKey.objects.filter(version=version, key__in=usable)
-            if since is not None:
-                rows = rows.filter(article__dated_at__gte=since)
-            found.update(rows.values_list("article_id", flat=True).distinct())
+        found.update(_passage_sharers(keys, version, since))
     found.discard(exclude)
     return found
+
+
+def _passage_sharers(keys: list[int], version: str, since: datetime | None) -> set[int]:
+    """Return the articles holding one of these passage keys, in one query; a key held by more
+    than MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and finds nothing."""
+    held = PassageKey.objects.filter(version=version, key__in=keys)
+    common = (
+        held.values("key")
+        .annotate(owners=Count("article_id", distinct=True))
+        .filter(owners__gt=MAX_PASSAGE_OWNERS)
+        .values("key")
+    )
+    rows = held.exclude(key__in=Subquery(common))
+    if since is not None:
+        rows = rows.filter(article__dated_at__gte=since)
+    return set(rows.values_list("article_id", flat=True).distinct())
 
 
 def _near_fingerprints(
@@ -195,16 +199,34 @@ def _near_fingerprints(
     }
 
 
+# Features of recently matched articles, per worker process: a family of copies is verified
+# against the same originals again and again. Stored features never change under a version.
+FEATURES_CACHED = 4000
+_features_cache: OrderedDict[tuple[str, int], Features] = OrderedDict()
+_features_lock = threading.Lock()
+
+
 def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:
     """Return the stored features of articles under a version (those that have them)."""
-    ids = sorted(article_ids)
-    loaded = {}
-    for start in range(0, len(ids), FEATURES_BATCH):
+    loaded, missing = {}, []
+    with _features_lock:
+        for article_id in sorted(set(article_ids)):
+            cached = _features_cache.get((version, article_id))
+            if cached is None:
+                missing.append(article_id)
+            else:
+                _features_cache.move_to_end((version, article_id))
+                loaded[article_id] = cached
+    for start in range(0, len(missing), FEATURES_BATCH):
         rows = Fingerprint.objects.filter(
-            version=version, article_id__in=ids[start : start + FEATURES_BATCH]
+            version=version, article_id__in=missing[start : start + FEATURES_BATCH]
         ).values_list("article_id", "features")
         for article_id, data in rows:
             loaded[article_id] = Features.from_bytes(data)
+            with _features_lock:
+                _features_cache[version, article_id] = loaded[article_id]
+                if len(_features_cache) > FEATURES_CACHED:
+                    _features_cache.popitem(last=False)
     return loaded
 
 

@@ -183,7 +183,14 @@ class SegmentRow(models.Model):
     article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="segment_rows")
 
     class Meta:
-        indexes = [models.Index(fields=["version", "table_no", "key"], name="segment_lookup")]
+        # Covering (PostgreSQL): a lookup reads the index alone.
+        indexes = [
+            models.Index(
+                fields=["version", "table_no", "key"],
+                include=["fingerprint", "article"],
+                name="segment_lookup",
+            )
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["version", "article", "table_no"], name="one_row_per_table"
@@ -200,7 +207,9 @@ class PassageKey(models.Model):
     article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="passage_keys")
 
     class Meta:
-        indexes = [models.Index(fields=["version", "key"], name="passage_lookup")]
+        indexes = [
+            models.Index(fields=["version", "key"], include=["article"], name="passage_lookup")
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["version", "article", "passage_no"], name="one_key_per_passage"

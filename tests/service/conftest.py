@@ -199,3 +199,13 @@ def wait_until(request) -> Callable:
             time.sleep(0.1)
 
     return wait
+
+
+@pytest.fixture(autouse=True)
+def _features_cache_cleared():
+    """Each test starts with no cached features: a test database hands out ids again."""
+    from dedup import index
+
+    index._features_cache.clear()
+    yield
+    index._features_cache.clear()

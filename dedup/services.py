@@ -216,6 +216,7 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
             failed[item.article_id] = f"{type(error).__name__}: {error}"[:500]
             continue
         done.append(item.article_id)
+    _exact_in_flight(rows)
     with transaction.atomic():
         Match.objects.bulk_create(rows, ignore_conflicts=True)
         now = timezone.now()
@@ -237,6 +238,19 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     )
     for upload_id in sorted(set(uploads)):
         _upload_finish_if_processed(upload_id)
+
+
+def _exact_in_flight(rows: list[Match]) -> None:
+    """Call exact the near matches of two identical texts: a copy whose original was still
+    being processed elsewhere passed the content-hash check, but not this one."""
+    same = [r for r in rows if r.kind == MatchKind.NEAR and r.distance == 0 and r.similarity == 1]
+    if not same:
+        return
+    ids = {r.a_id for r in same} | {r.b_id for r in same}
+    hashes = dict(Article.objects.filter(id__in=ids).values_list("id", "content_hash"))
+    for row in same:
+        if hashes.get(row.a_id) == hashes.get(row.b_id):
+            row.kind, row.shared_passages = MatchKind.EXACT, []
 
 
 def _articles_claim(article_ids: list[int], stale_after: int) -> list[int]:

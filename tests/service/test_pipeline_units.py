@@ -424,3 +424,15 @@ def test_near_copies_processed_at_the_same_moment_match_once(monkeypatch):
     assert pairs() == {tuple(ids): "near"}
     assert Match.objects.count() == 1
     assert set(Article.objects.values_list("status", flat=True)) == {"done"}
+
+
+def test_identical_texts_found_while_both_were_in_flight_are_exact_matches():
+    # Two workers each took one of two identical texts before either was done: the content
+    # hash check saw no original, so the verifier found them; the match still says exact.
+    first, second = ingest(ARTICLE, ARTICLE + "\n")
+    rows = [
+        Match(a_id=first, b_id=second, kind="near", distance=0, similarity=1.0, version="v"),
+        Match(a_id=first, b_id=second, kind="near", distance=0, similarity=0.99, version="v"),
+    ]
+    services._exact_in_flight(rows)
+    assert [r.kind for r in rows] == ["exact", "near"]

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Q, Subquery
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from dedup.engine.fingerprint import Fingerprint as EngineFingerprint
@@ -150,16 +150,21 @@ def candidates_find(
 
 
 def _passage_sharers(keys: list[int], version: str, since: datetime | None) -> set[int]:
-    """Return the articles holding one of these passage keys, in one query; a key held by more
-    than MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and finds nothing."""
+    """Return the articles holding one of these passage keys; a key held by more than
+    MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and finds nothing."""
     held = PassageKey.objects.filter(version=version, key__in=keys)
-    common = (
+    # Two statements: the common keys first (few), then the owners of the others. One statement
+    # with the first as a subquery measured slower (bench/pipeline.py: 108 against 130/s).
+    common = set(
         held.values("key")
         .annotate(owners=Count("article_id", distinct=True))
         .filter(owners__gt=MAX_PASSAGE_OWNERS)
-        .values("key")
+        .values_list("key", flat=True)
     )
-    rows = held.exclude(key__in=Subquery(common))
+    usable = [key for key in keys if key not in common]
+    if not usable:
+        return set()
+    rows = PassageKey.objects.filter(version=version, key__in=usable)
     if since is not None:
         rows = rows.filter(article__dated_at__gte=since)
     return set(rows.values_list("article_id", flat=True).distinct())

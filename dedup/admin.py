@@ -125,32 +125,7 @@ class ArticleAdmin(admin.ModelAdmin):
     list_filter = ["status", "source"]
     search_fields = ["title", "body"]
     show_full_result_count = False
-    fieldsets = [
-        (None, {"fields": ["title", "source", "url", "external_id", "published_at", "text"]}),
-        (
-            _("processing"),
-            {
-                "fields": [
-                    "status",
-                    "status_message",
-                    "exact_of",
-                    "upload",
-                    "row",
-                    "length",
-                    "content_hash",
-                    "attempts",
-                    "created_at",
-                    "dated_at",
-                    "claimed_at",
-                    "processed_at",
-                ]
-            },
-        ),
-    ]
-    readonly_fields = [
-        "external_id",
-        "published_at",
-        "text",
+    processing = [
         "status",
         "status_message",
         "exact_of",
@@ -164,6 +139,11 @@ class ArticleAdmin(admin.ModelAdmin):
         "claimed_at",
         "processed_at",
     ]
+    fieldsets = [
+        (None, {"fields": ["title", "source", "url", "external_id", "published_at", "text"]}),
+        (_("processing"), {"fields": processing}),
+    ]
+    readonly_fields = ["external_id", "published_at", "text", *processing]
 
     @admin.display(description=_("text"))
     def text(self, obj: Article) -> str:

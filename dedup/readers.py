@@ -16,7 +16,13 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from dedup.engine.records import JSONL_SUFFIXES, TEXT_SUFFIXES, BadRow, InputError
+from dedup.engine.records import (
+    JSONL_SUFFIXES,
+    TEXT_SUFFIXES,
+    BadRow,
+    InputError,
+    jsonl_objects,
+)
 
 # How much a .zip may hold once unpacked, as a multiple of its own size limit (zip bombs).
 ZIP_EXPANSION = 20
@@ -64,28 +70,7 @@ def _read_page(data: bytes, name: str) -> Row:
 
 
 def _read_jsonl(data: bytes, name: str) -> Iterator[Row]:
-    for number, raw in enumerate(data.splitlines(), start=1):
-        where = f"{name}:{number}"
-        try:
-            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError as error:
-            yield BadRow(
-                where,
-                f"not UTF-8 (byte {raw[error.start]:#04x} at column {error.start + 1}); "
-                "save the file as UTF-8",
-            )
-            continue
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as error:
-            yield BadRow(where, f"not valid JSON ({error.msg} at column {error.colno})")
-            continue
-        if not isinstance(obj, dict):
-            yield BadRow(where, 'expected an object like {"title": ..., "text": ...}')
-            continue
-        yield where, obj
+    yield from jsonl_objects(data.splitlines(), name, example='{"title": ..., "text": ...}')
 
 
 def _read_json_array(data: bytes, name: str) -> Iterator[Row]:

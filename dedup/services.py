@@ -314,22 +314,8 @@ def _article_matches(article_id, features, settings, detector, version, plan) ->
 
 
 def _article_match(article_id, features, settings, detector, version, plan, *, update=False):
-    candidates = index.candidates_find(
-        features=features,
-        version=version,
-        plan=plan,
-        k=settings.k_max,
-        since=index.retention_start(settings),
-        exclude=article_id,
-    )
-    found = index.duplicates_find(
-        article_id=article_id,
-        features=features,
-        candidates=candidates,
-        version=version,
-        detector=detector,
-    )
-    rows = index.match_rows(found, version=version)
+    """Find and save one indexed article's matches; return how many."""
+    rows = _article_matches(article_id, features, settings, detector, version, plan)
     if update:  # a rebuild: the new verdict replaces the old one
         Match.objects.bulk_create(
             rows,
@@ -340,12 +326,6 @@ def _article_match(article_id, features, settings, detector, version, plan, *, u
     else:
         Match.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)
-
-
-def _article_finish(article_id: int, status: str, **fields) -> None:
-    Article.objects.filter(id=article_id, status=ArticleStatus.PROCESSING).update(
-        status=status, status_message="", processed_at=timezone.now(), **fields
-    )
 
 
 def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:

@@ -7,7 +7,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -88,7 +88,16 @@ def _read_stream(stream: BinaryIO, name: str, *, kind: str | None) -> Iterator[R
 
 
 def _read_jsonl(stream: BinaryIO, name: str) -> Iterator[Row]:
-    for number, raw in enumerate(stream, start=1):
+    for item in jsonl_objects(stream, name, example='{"id": ..., "text": ...}'):
+        yield item if isinstance(item, BadRow) else _record(item[1], item[0])
+
+
+def jsonl_objects(
+    lines: Iterable[bytes], name: str, *, example: str
+) -> Iterator[tuple[str, dict] | BadRow]:
+    """Yield ("name:line", object) for each JSON object line, or a BadRow saying what is wrong
+    with it (`example` shows the expected shape); blank lines are skipped."""
+    for number, raw in enumerate(lines, start=1):
         where = f"{name}:{number}"
         try:
             line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
@@ -107,9 +116,9 @@ def _read_jsonl(stream: BinaryIO, name: str) -> Iterator[Row]:
             yield BadRow(where, f"not valid JSON ({error.msg} at column {error.colno})")
             continue
         if not isinstance(obj, dict):
-            yield BadRow(where, 'expected an object like {"id": ..., "text": ...}')
+            yield BadRow(where, f"expected an object like {example}")
             continue
-        yield _record(obj, where)
+        yield where, obj
 
 
 def _record(obj: dict, where: str) -> Row:

@@ -26,7 +26,7 @@ from dedup.models import (
     UploadBatch,
     to_unsigned,
 )
-from tests.service.pipeline_texts import ARTICLE, EXACT, NEAR, OTHER, PAGE, stranger
+from tests.texts import ARTICLE, EXACT, NEAR, OTHER, PAGE, stranger
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from dedup import selectors, services, tasks
 from dedup.models import Article, Fingerprint, Match, RebuildJob, SegmentRow, Settings, UploadBatch
-from tests.service.pipeline_texts import ARTICLE, EXACT, NEAR, OTHER, PAGE, stranger
+from tests.texts import ARTICLE, EXACT, NEAR, OTHER, PAGE, stranger
 
 
 def upload(name: str, rows: list) -> UploadBatch:

@@ -1,4 +1,4 @@
-"""Texts for the pipeline tests: an article, its near copy, a page holding it, strangers."""
+"""Texts for the tests: an article, its near copy, a page holding it, strangers."""
 
 import random
 

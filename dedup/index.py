@@ -15,20 +15,21 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import repeat
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from dedup.engine.fingerprint import Fingerprint as EngineFingerprint
 from dedup.engine.hamming import to_signed, to_unsigned
 from dedup.engine.plan import Plan
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, Detector, Duplicate, Features
-from dedup.models import Fingerprint, Match, PassageKey, SegmentRow, Settings
+from dedup.models import Article, Fingerprint, Match, PassageKey, SegmentRow, Settings
 
 # Rows per INSERT statement, and candidates whose features are loaded at once.
 BATCH = 2000
@@ -79,43 +80,99 @@ def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> None:
     items = list(items)
     if not items:
         return
-    Fingerprint.objects.bulk_create(
-        [
-            Fingerprint(
-                article_id=item.article_id,
-                version=version,
-                value=_signed(item.features.fingerprint),
-                status=str(item.fingerprint.status),
-                tokens=item.fingerprint.tokens,
-                features=item.features.to_bytes(),
-            )
-            for item in items
-        ],
-        ignore_conflicts=True,
-        batch_size=FEATURES_BATCH,
-    )
+    fingerprints = [
+        (
+            item.article_id,
+            _signed(item.features.fingerprint),
+            str(item.fingerprint.status),
+            item.fingerprint.tokens,
+            item.features.to_bytes(),
+        )
+        for item in items
+    ]
     with_value = [item for item in items if item.features.fingerprint is not None]
+    segments: list[tuple[int, int, int, int]] = []  # (table_no, key, fingerprint, article)
     if with_value:
         values = np.array([item.features.fingerprint for item in with_value], dtype=np.uint64)
-        keys = plan.keys(values).view(np.int64)  # signed, the same bits
-        segments = [
-            SegmentRow(
-                version=version,
-                table_no=table,
-                key=int(keys[table, j]),
-                fingerprint=to_signed(item.features.fingerprint),
-                article_id=item.article_id,
-            )
-            for j, item in enumerate(with_value)
-            for table in range(plan.table_count)
-        ]
-        SegmentRow.objects.bulk_create(segments, ignore_conflicts=True, batch_size=BATCH)
+        keys = plan.keys(values).view(np.int64).tolist()  # signed, the same bits
+        signed = values.view(np.int64).tolist()
+        ids = [item.article_id for item in with_value]
+        for table in range(plan.table_count):
+            segments += zip(repeat(table), keys[table], signed, ids, strict=False)
     passages = [
-        PassageKey(version=version, key=key, passage_no=number, article_id=item.article_id)
+        (key, number, item.article_id)
         for item in items
         for number, key in enumerate(item.features.passage_keys.view(np.int64).tolist())
     ]
-    PassageKey.objects.bulk_create(passages, ignore_conflicts=True, batch_size=BATCH)
+    if connection.vendor == "postgresql":
+        _store_pg(fingerprints, segments, passages, version)
+        return
+    now = timezone.now()
+    made = [
+        Fingerprint(
+            article_id=a, version=version, value=v, status=s, tokens=t, features=f, created_at=now
+        )
+        for a, v, s, t, f in fingerprints
+    ]
+    Fingerprint.objects.bulk_create(
+        made,
+        ignore_conflicts=True,
+        batch_size=FEATURES_BATCH,
+    )
+    SegmentRow.objects.bulk_create(
+        [
+            SegmentRow(version=version, table_no=t, key=k, fingerprint=f, article_id=a)
+            for t, k, f, a in segments
+        ],
+        ignore_conflicts=True,
+        batch_size=BATCH,
+    )
+    PassageKey.objects.bulk_create(
+        [PassageKey(version=version, key=k, passage_no=n, article_id=a) for k, n, a in passages],
+        ignore_conflicts=True,
+        batch_size=BATCH,
+    )
+
+
+def _columns(rows: list[tuple]) -> list[list]:
+    """Return the columns of some rows, as lists (to be sent as arrays)."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else []
+
+
+def _store_pg(fingerprints, segments, passages, version: str) -> None:
+    """Write the index rows with one INSERT per table, each column sent as one array."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO dedup_fingerprint (article_id, version, value, status, tokens, features,
+                                           created_at)
+            SELECT a, %s, v, s, t, f, now()
+            FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::int[], %s::bytea[])
+                AS u(a, v, s, t, f)
+            ON CONFLICT DO NOTHING
+            """,
+            [version, *_columns(fingerprints)],
+        )
+        if segments:
+            cursor.execute(
+                """
+                INSERT INTO dedup_segmentrow (version, table_no, key, fingerprint, article_id)
+                SELECT %s, t, k, f, a
+                FROM unnest(%s::smallint[], %s::bigint[], %s::bigint[], %s::bigint[])
+                    AS u(t, k, f, a)
+                ON CONFLICT DO NOTHING
+                """,
+                [version, *_columns(segments)],
+            )
+        if passages:
+            cursor.execute(
+                """
+                INSERT INTO dedup_passagekey (version, key, passage_no, article_id)
+                SELECT %s, k, n, a FROM unnest(%s::bigint[], %s::int[], %s::bigint[]) AS u(k, n, a)
+                ON CONFLICT DO NOTHING
+                """,
+                [version, *_columns(passages)],
+            )
 
 
 def _signed(value: int | None) -> int | None:
@@ -139,69 +196,126 @@ def candidates_find(
     exclude: int | None = None,
 ) -> set[int]:
     """Return the articles within distance k of the fingerprint or sharing a passage key."""
-    found: set[int] = set()
-    if features.fingerprint is not None:
-        found.update(_near_fingerprints(features.fingerprint, version, plan, k, since))
-    keys = sorted(set(features.passage_keys.view(np.int64).tolist()))
-    if keys:
-        found.update(_passage_sharers(keys, version, since))
-    found.discard(exclude)
+    return candidates_find_many(
+        queries=[(exclude, features)], version=version, plan=plan, k=k, since=since
+    )[0]
+
+
+def candidates_find_many(
+    *,
+    queries: Sequence[tuple[int | None, Features]],
+    version: str,
+    plan: Plan,
+    k: int,
+    since: datetime | None = None,
+) -> list[set[int]]:
+    """Return, for each (article id or None, features), the other articles within distance k
+    of its fingerprint or sharing one of its passage keys: a few statements for them all."""
+    found: list[set[int]] = [set() for _ in queries]
+    with_value = [
+        (i, f.fingerprint) for i, (_, f) in enumerate(queries) if f.fingerprint is not None
+    ]
+    if with_value:
+        for i, article_id in _near_fingerprints(with_value, version, plan, k):
+            found[i].add(article_id)
+    keys = [f.passage_keys.view(np.int64).tolist() for _, f in queries]
+    owners = _passage_owners(sorted({key for some in keys for key in some}), version)
+    for i, some in enumerate(keys):
+        for key in some:
+            found[i].update(owners.get(key, ()))
+    for (exclude, _), some in zip(queries, found, strict=True):
+        some.discard(exclude)
+    if since is not None:
+        every = set().union(*found)
+        if every:
+            old = set(
+                Article.objects.filter(id__in=every, dated_at__lt=since).values_list(
+                    "id", flat=True
+                )
+            )
+            for some in found:
+                some -= old
     return found
 
 
-def _passage_sharers(keys: list[int], version: str, since: datetime | None) -> set[int]:
-    """Return the articles holding one of these passage keys; a key held by more than
-    MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and finds nothing."""
-    held = PassageKey.objects.filter(version=version, key__in=keys)
-    # Two statements: the common keys first (few), then the owners of the others. One statement
-    # with the first as a subquery measured slower (bench/pipeline.py: 108 against 130/s).
-    common = set(
-        held.values("key")
-        .annotate(owners=Count("article_id", distinct=True))
-        .filter(owners__gt=MAX_PASSAGE_OWNERS)
-        .values_list("key", flat=True)
-    )
-    usable = [key for key in keys if key not in common]
-    if not usable:
-        return set()
-    rows = PassageKey.objects.filter(version=version, key__in=usable)
-    if since is not None:
-        rows = rows.filter(article__dated_at__gte=since)
-    return set(rows.values_list("article_id", flat=True).distinct())
+def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
+    """Return the articles holding each passage key; a key held by more than
+    MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and is left out."""
+    if not keys:
+        return {}
+    limit = MAX_PASSAGE_OWNERS + 1
+    owners: dict[int, list[int]] = {}
+    if connection.vendor == "postgresql":
+        # Each key's first owners, in one statement: a boilerplate key stops at limit rows.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                SELECT q.key, p.article_id
+                FROM unnest(%s::bigint[]) AS q(key)
+                CROSS JOIN LATERAL (
+                    SELECT DISTINCT article_id FROM dedup_passagekey
+                    WHERE version = %s AND key = q.key
+                    ORDER BY article_id
+                    LIMIT %s
+                ) AS p
+                """,
+                [keys, version, limit],
+            )
+            rows = cursor.fetchall()
+    else:
+        rows = []
+        for start in range(0, len(keys), 500):
+            rows += (
+                PassageKey.objects.filter(version=version, key__in=keys[start : start + 500])
+                .values_list("key", "article_id")
+                .distinct()
+            )
+    for key, article_id in rows:
+        owners.setdefault(key, []).append(article_id)
+    return {key: ids for key, ids in owners.items() if len(ids) < limit}
 
 
 def _near_fingerprints(
-    value: int, version: str, plan: Plan, k: int, since: datetime | None
-) -> set[int]:
-    """Return the articles whose fingerprint is within distance k: one query, each table's
-    bucket read under its own key."""
-    keys = plan.keys(np.array([value], dtype=np.uint64)).view(np.int64)[:, 0].tolist()
+    values: list[tuple[int, int]], version: str, plan: Plan, k: int
+) -> list[tuple[int, int]]:
+    """Return (query number, article) for every stored fingerprint within distance k of the
+    queries' (number, fingerprint): one statement, each table's bucket read under its key."""
+    numbers = [number for number, _ in values]
+    unsigned = np.array([value for _, value in values], dtype=np.uint64)
+    keys = plan.keys(unsigned).view(np.int64)  # (tables, queries)
+    tables = plan.table_count
     if connection.vendor == "postgresql":
         # The distance is checked in the database: only the matches come back.
-        joined = "JOIN dedup_article a ON a.id = s.article_id AND a.dated_at >= %s" if since else ""
-        sql = f"""
-            SELECT DISTINCT s.article_id
-            FROM unnest(%s::smallint[], %s::bigint[]) AS q(table_no, key)
-            JOIN dedup_segmentrow s ON s.version = %s AND s.table_no = q.table_no
-                AND s.key = q.key
-            {joined}
-            WHERE bit_count((s.fingerprint # %s)::bit(64)) <= %s
-        """
-        params = [list(range(len(keys))), keys, version, *([since] if since else [])]
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, to_signed(value), k])
-            return {row[0] for row in cursor.fetchall()}
-    buckets = Q()
-    for table, key in enumerate(keys):
-        buckets |= Q(table_no=table, key=key)
-    rows = SegmentRow.objects.filter(buckets, version=version)
-    if since is not None:
-        rows = rows.filter(article__dated_at__gte=since)
-    return {
-        article_id
-        for article_id, other in rows.values_list("article_id", "fingerprint").iterator()
-        if (to_unsigned(other) ^ value).bit_count() <= k
-    }
+            cursor.execute(
+                """
+                SELECT q.i, s.article_id
+                FROM unnest(%s::int[], %s::smallint[], %s::bigint[], %s::bigint[])
+                    AS q(i, table_no, key, fp)
+                JOIN dedup_segmentrow s ON s.version = %s AND s.table_no = q.table_no
+                    AND s.key = q.key
+                WHERE bit_count((s.fingerprint # q.fp)::bit(64)) <= %s
+                """,
+                [
+                    numbers * tables,
+                    [t for t in range(tables) for _ in numbers],
+                    keys.reshape(-1).tolist(),
+                    unsigned.view(np.int64).tolist() * tables,
+                    version,
+                    k,
+                ],
+            )
+            return list(set(cursor.fetchall()))
+    found = set()
+    for j, (number, value) in enumerate(values):
+        buckets = Q()
+        for table in range(tables):
+            buckets |= Q(table_no=table, key=int(keys[table, j]))
+        rows = SegmentRow.objects.filter(buckets, version=version)
+        for article_id, other in rows.values_list("article_id", "fingerprint").iterator():
+            if (to_unsigned(other) ^ value).bit_count() <= k:
+                found.add((number, article_id))
+    return sorted(found)
 
 
 # Features of recently matched articles, per worker process: a family of copies is verified
@@ -249,7 +363,31 @@ def duplicates_find(
     passages too); without one (a text being checked), `a` is the text, numbered 0.
     """
     stored = features_load(article_ids=candidates, version=version)
-    others = sorted(stored.items())
+    return _judge(article_id, features, candidates, stored, detector)
+
+
+def duplicates_find_many(
+    *,
+    queries: Sequence[tuple[int, Features]],
+    candidates: Sequence[Iterable[int]],
+    version: str,
+    detector: Detector,
+) -> list[list[Duplicate] | Exception]:
+    """Verify each article's candidates (features loaded once for them all); return each
+    article's duplicates, or the error that stopped its verification."""
+    candidates = [set(some) for some in candidates]
+    stored = features_load(article_ids=set().union(*candidates), version=version)
+    results: list[list[Duplicate] | Exception] = []
+    for (article_id, features), some in zip(queries, candidates, strict=True):
+        try:
+            results.append(_judge(article_id, features, some, stored, detector))
+        except Exception as error:  # one article's bad features must not sink the chunk
+            results.append(error)
+    return results
+
+
+def _judge(article_id, features, candidates, stored, detector) -> list[Duplicate]:
+    others = sorted((b, stored[b]) for b in candidates if b in stored)
     if not others:
         return []
     me = article_id if article_id is not None else 0

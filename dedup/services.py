@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 from django.conf import settings as django_settings
 from django.core.files import File
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -57,7 +57,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 MAX_UPLOAD_ERRORS = 100  # per-row errors kept on an upload; the counts stay exact
-TRANSIENT = (OperationalError, InterfaceError)  # the task retries the whole chunk
 _LIMITS = {"title": 500, "source": 200, "url": 2000, "external_id": 500}
 
 
@@ -203,18 +202,14 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         )
         for b, a in exact.items()
     ]  # fmt: skip
+    found = _matches_find(items, settings, detector, version, plan)
     done = []
-    for item in items:
-        try:
-            rows += _article_matches(
-                item.article_id, item.features, settings, detector, version, plan
-            )
-        except TRANSIENT:
-            raise
-        except Exception as error:
-            logger.exception("article %s failed", item.article_id)
-            failed[item.article_id] = f"{type(error).__name__}: {error}"[:500]
+    for item, result in zip(items, found, strict=True):
+        if isinstance(result, Exception):
+            logger.error("article %s failed: %r", item.article_id, result)
+            failed[item.article_id] = f"{type(result).__name__}: {result}"[:500]
             continue
+        rows += result
         done.append(item.article_id)
     _exact_in_flight(rows)
     with transaction.atomic():
@@ -293,39 +288,25 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
     return copies
 
 
-def _article_matches(article_id, features, settings, detector, version, plan) -> list[Match]:
-    """Return the unsaved matches of one indexed article."""
-    candidates = index.candidates_find(
-        features=features,
+def _matches_find(items, settings, detector, version, plan) -> list[list[Match] | Exception]:
+    """Return the unsaved matches of each indexed article (or the error that stopped it)."""
+    queries = [(item.article_id, item.features) for item in items]
+    if not queries:
+        return []
+    candidates = index.candidates_find_many(
+        queries=queries,
         version=version,
         plan=plan,
         k=settings.k_max,
         since=index.retention_start(settings),
-        exclude=article_id,
     )
-    found = index.duplicates_find(
-        article_id=article_id,
-        features=features,
-        candidates=candidates,
-        version=version,
-        detector=detector,
+    found = index.duplicates_find_many(
+        queries=queries, candidates=candidates, version=version, detector=detector
     )
-    return index.match_rows(found, version=version)
-
-
-def _article_match(article_id, features, settings, detector, version, plan, *, update=False):
-    """Find and save one indexed article's matches; return how many."""
-    rows = _article_matches(article_id, features, settings, detector, version, plan)
-    if update:  # a rebuild: the new verdict replaces the old one
-        Match.objects.bulk_create(
-            rows,
-            update_conflicts=True,
-            unique_fields=["a", "b"],
-            update_fields=["kind", "distance", "similarity", "shared_passages", "version"],
-        )
-    else:
-        Match.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(rows)
+    return [
+        result if isinstance(result, Exception) else index.match_rows(result, version=version)
+        for result in found
+    ]
 
 
 def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
@@ -644,6 +625,18 @@ def _rebuild_chunk(chunk, settings, detector, version, plan) -> None:
             stored[article_id] = features
     with transaction.atomic():
         index.index_store(items=new, version=version, plan=plan)
-    for article_id in ids:
-        features = stored[article_id]
-        _article_match(article_id, features, settings, detector, version, plan, update=True)
+    items = [index.Indexed(article_id, None, stored[article_id]) for article_id in ids]
+    rows = []
+    for result in _matches_find(items, settings, detector, version, plan):
+        if isinstance(result, Exception):
+            raise result
+        rows += result
+    # A rebuild: the new verdict replaces the old one. Two articles of one chunk find each
+    # other twice: one row per pair.
+    rows = list({(row.a_id, row.b_id): row for row in rows}.values())
+    Match.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["a", "b"],
+        update_fields=["kind", "distance", "similarity", "shared_passages", "version"],
+    )

@@ -159,6 +159,10 @@ class Fingerprint(models.Model):
     status = models.CharField(max_length=12)  # dedup.engine.fingerprint.Status
     tokens = models.PositiveIntegerField(default=0)
     features = models.BinaryField()  # dedup.engine.verify.Features, packed
+    # What screens candidates before their features are loaded (dedup.engine.screen): the
+    # number of shingles and the sketch, uint32 little-endian; null when not computed.
+    shingles = models.PositiveIntegerField(default=0)
+    sketch = models.BinaryField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -192,7 +192,8 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
             continue
         items.append(index.Indexed(article.id, fingerprint, features))
     with transaction.atomic():
-        index.index_store(items=items, version=version, plan=plan)
+        written = index.index_store(items=items, version=version, plan=plan)
+    index.index_vacuum_if_due(written)
     # Committed before looking: of two near-copies indexed at the same moment, whichever looks
     # second finds the other (both may; the unique pair keeps one match).
     rows = [

@@ -79,8 +79,12 @@ class Indexed:
 
 
 def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> int:
-    """Write fingerprints, segment rows and passage keys; rows that exist are left alone.
-    Return how many segment rows and passage keys were sent."""
+    """Write fingerprints, segment rows and passage keys; return how many index rows were
+    written. Call it inside a transaction.
+
+    The fingerprint row, unique per (article, version), is the gate: an article whose
+    fingerprint is stored already (a task run twice) gets no index rows again, so the index
+    tables need no unique constraint of their own to stay free of doubles."""
     items = list(items)
     if not items:
         return 0
@@ -96,6 +100,11 @@ def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> int:
         )
         for item in items
     ]
+    if connection.vendor == "postgresql":
+        new = _fingerprints_insert_pg(fingerprints, version)
+    else:
+        new = _fingerprints_insert(fingerprints, version)
+    items = [item for item in items if item.article_id in new]
     with_value = [item for item in items if item.features.fingerprint is not None]
     segments: list[tuple[int, int, int, int]] = []  # (table_no, key, fingerprint, article)
     if with_value:
@@ -111,42 +120,53 @@ def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> int:
         for number, key in enumerate(item.features.passage_keys.view(np.int64).tolist())
     ]
     if connection.vendor == "postgresql":
-        _store_pg(fingerprints, segments, passages, version)
-        return len(segments) + len(passages)
-    now = timezone.now()
-    made = [
-        Fingerprint(
-            article_id=a,
-            version=version,
-            value=v,
-            status=s,
-            tokens=t,
-            features=f,
-            shingles=n,
-            sketch=k,
-            created_at=now,
+        _index_rows_insert_pg(segments, passages, version)
+    else:
+        SegmentRow.objects.bulk_create(
+            [
+                SegmentRow(version=version, table_no=t, key=k, fingerprint=f, article_id=a)
+                for t, k, f, a in segments
+            ],
+            batch_size=BATCH,
         )
-        for a, v, s, t, f, n, k in fingerprints
-    ]
+        PassageKey.objects.bulk_create(
+            [
+                PassageKey(version=version, key=k, passage_no=n, article_id=a)
+                for k, n, a in passages
+            ],
+            batch_size=BATCH,
+        )
+    return len(segments) + len(passages)
+
+
+def _fingerprints_insert(fingerprints: list[tuple], version: str) -> set[int]:
+    """Insert the fingerprint rows not stored yet (ORM); return their articles."""
+    ids = [row[0] for row in fingerprints]
+    stored = set(
+        Fingerprint.objects.filter(version=version, article_id__in=ids).values_list(
+            "article_id", flat=True
+        )
+    )
+    now = timezone.now()
     Fingerprint.objects.bulk_create(
-        made,
-        ignore_conflicts=True,
+        [
+            Fingerprint(
+                article_id=a,
+                version=version,
+                value=v,
+                status=s,
+                tokens=t,
+                features=f,
+                shingles=n,
+                sketch=k,
+                created_at=now,
+            )
+            for a, v, s, t, f, n, k in fingerprints
+            if a not in stored
+        ],
         batch_size=FEATURES_BATCH,
     )
-    SegmentRow.objects.bulk_create(
-        [
-            SegmentRow(version=version, table_no=t, key=k, fingerprint=f, article_id=a)
-            for t, k, f, a in segments
-        ],
-        ignore_conflicts=True,
-        batch_size=BATCH,
-    )
-    PassageKey.objects.bulk_create(
-        [PassageKey(version=version, key=k, passage_no=n, article_id=a) for k, n, a in passages],
-        ignore_conflicts=True,
-        batch_size=BATCH,
-    )
-    return len(segments) + len(passages)
+    return set(ids) - stored
 
 
 @contextmanager
@@ -170,12 +190,13 @@ def _columns(rows: list[tuple]) -> list:
 
 
 def _int_array(values) -> str:
-    """Return integers as the text of a PostgreSQL array (cast it in the query: %s::bigint[])."""
-    return "{" + ",".join(map(str, values)) + "}"
+    """Return integers (or None) as the text of a PostgreSQL array; cast it in the query:
+    %s::bigint[]."""
+    return "{" + ",".join(map(str, values)).replace("None", "NULL") + "}"
 
 
-def _store_pg(fingerprints, segments, passages, version: str) -> None:
-    """Write the index rows with one INSERT per table, each column sent as one array."""
+def _fingerprints_insert_pg(fingerprints: list[tuple], version: str) -> set[int]:
+    """Insert the fingerprint rows not stored yet, in one statement; return their articles."""
     with _pg_cursor() as cursor:
         cursor.execute(
             """
@@ -186,9 +207,16 @@ def _store_pg(fingerprints, segments, passages, version: str) -> None:
                         %s::int[], %s::bytea[])
                 AS u(a, v, s, t, f, n, k)
             ON CONFLICT DO NOTHING
+            RETURNING article_id
             """,
             [version, *_columns(fingerprints)],
         )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _index_rows_insert_pg(segments: list[tuple], passages: list[tuple], version: str) -> None:
+    """Write segment rows and passage keys, one statement each, every column as one array."""
+    with _pg_cursor() as cursor:
         if segments:
             cursor.execute(
                 """
@@ -196,7 +224,6 @@ def _store_pg(fingerprints, segments, passages, version: str) -> None:
                 SELECT %s, t, k, f, a
                 FROM unnest(%s::smallint[], %s::bigint[], %s::bigint[], %s::bigint[])
                     AS u(t, k, f, a)
-                ON CONFLICT DO NOTHING
                 """,
                 [version, *_columns(segments)],
             )
@@ -205,7 +232,6 @@ def _store_pg(fingerprints, segments, passages, version: str) -> None:
                 """
                 INSERT INTO dedup_passagekey (version, key, passage_no, article_id)
                 SELECT %s, k, n, a FROM unnest(%s::bigint[], %s::int[], %s::bigint[]) AS u(k, n, a)
-                ON CONFLICT DO NOTHING
                 """,
                 [version, *_columns(passages)],
             )

@@ -178,7 +178,11 @@ class Fingerprint(models.Model):
 
 
 class SegmentRow(models.Model):
-    """One row of the segment index: an article fingerprint under one table's key."""
+    """One row of the segment index: an article fingerprint under one table's key.
+
+    No unique constraint: rows are written only with their article's new Fingerprint row,
+    which is unique per version (index.index_store), and one constraint less makes inserts
+    cheaper."""
 
     version = models.CharField(max_length=120)
     table_no = models.SmallIntegerField()
@@ -195,15 +199,11 @@ class SegmentRow(models.Model):
                 name="segment_lookup",
             )
         ]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["version", "article", "table_no"], name="one_row_per_table"
-            )
-        ]
 
 
 class PassageKey(models.Model):
-    """A passage's key (its least shingle hash): equal keys make candidates."""
+    """A passage's key (its least shingle hash): equal keys make candidates. Written like
+    SegmentRow, with no unique constraint."""
 
     version = models.CharField(max_length=120)
     key = models.BigIntegerField()  # signed
@@ -214,11 +214,6 @@ class PassageKey(models.Model):
         # The owners of a key come in article order (PostgreSQL): a look-up can stop after
         # the first few distinct ones (see index._passage_owners).
         indexes = [models.Index(fields=["version", "key", "article"], name="passage_owners")]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["version", "article", "passage_no"], name="one_key_per_passage"
-            )
-        ]
 
 
 class MatchKind(models.TextChoices):

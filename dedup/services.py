@@ -8,6 +8,7 @@ matches are written with `ignore_conflicts`, and upload rows are keyed by (uploa
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 
@@ -173,13 +174,23 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     if stale_after is None:
         stale_after = django_settings.DEDUP_STUCK_AFTER_SECONDS
     version, plan = settings.index_version, settings.plan()
+    clock = _Clock()
     claimed = _articles_claim(article_ids, stale_after)
     if not claimed:
         return
+    clock.lap("claim")
     articles = list(
         Article.objects.filter(id__in=claimed).order_by("id").only("id", "body", "content_hash")
     )
-    exact = _exact_originals(articles)
+    # An article indexed by an earlier run of this task (one that then failed) stays indexed:
+    # it is not turned into an exact copy of a text that was processed meanwhile.
+    indexed = set(
+        Fingerprint.objects.filter(version=version, article_id__in=claimed).values_list(
+            "article_id", flat=True
+        )
+    )
+    exact = {a: o for a, o in _exact_originals(articles).items() if a not in indexed}
+    clock.lap("read")
     items, failed = [], {}
     for article in articles:
         if article.id in exact:
@@ -191,9 +202,12 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
             failed[article.id] = f"{type(error).__name__}: {error}"[:500]
             continue
         items.append(index.Indexed(article.id, fingerprint, features))
+    clock.lap("features")
     with transaction.atomic():
         written = index.index_store(items=items, version=version, plan=plan)
-    index.index_vacuum_if_due(written)
+    clock.lap("store")
+    if index.index_vacuum_if_due(written):
+        clock.lap("vacuum")
     # Committed before looking: of two near-copies indexed at the same moment, whichever looks
     # second finds the other (both may; the unique pair keeps one match).
     rows = [
@@ -203,7 +217,7 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         )
         for b, a in exact.items()
     ]  # fmt: skip
-    found = _matches_find(items, settings, detector, version, plan)
+    found = _matches_find(items, settings, detector, version, plan, clock)
     done = []
     for item, result in zip(items, found, strict=True):
         if isinstance(result, Exception):
@@ -213,6 +227,8 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         rows += result
         done.append(item.article_id)
     _exact_in_flight(rows)
+    # In pair order: two workers inserting the same pairs wait for each other, never deadlock.
+    rows.sort(key=lambda row: (row.a_id, row.b_id))
     with transaction.atomic():
         Match.objects.bulk_create(rows, ignore_conflicts=True)
         now = timezone.now()
@@ -234,6 +250,26 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     )
     for upload_id in sorted(set(uploads)):
         _upload_finish_if_processed(upload_id)
+    clock.lap("write")
+    logger.info("articles_process: %d articles, %s", len(claimed), clock)
+
+
+class _Clock:
+    """Seconds spent in the named parts of a task, for its log line (bench/pipeline.py reads
+    them)."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.parts: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.parts[name] = self.parts.get(name, 0.0) + now - self.last
+        self.last = now
+
+    def __str__(self) -> str:
+        parts = " ".join(f"{name} {seconds:.3f}" for name, seconds in self.parts.items())
+        return f"{self.last - self.start:.3f} s: {parts}"
 
 
 def _exact_in_flight(rows: list[Match]) -> None:
@@ -289,7 +325,9 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
     return copies
 
 
-def _matches_find(items, settings, detector, version, plan) -> list[list[Match] | Exception]:
+def _matches_find(
+    items, settings, detector, version, plan, clock: _Clock | None = None
+) -> list[list[Match] | Exception]:
     """Return the unsaved matches of each indexed article (or the error that stopped it)."""
     queries = [(item.article_id, item.features) for item in items]
     if not queries:
@@ -301,9 +339,13 @@ def _matches_find(items, settings, detector, version, plan) -> list[list[Match] 
         k=settings.k_max,
         since=index.retention_start(settings),
     )
+    if clock:
+        clock.lap("look up")
     found = index.duplicates_find_many(
         queries=queries, candidates=candidates, version=version, detector=detector
     )
+    if clock:
+        clock.lap("verify")
     return [
         result if isinstance(result, Exception) else index.match_rows(result, version=version)
         for result in found

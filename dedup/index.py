@@ -14,6 +14,7 @@ are verified on their stored features: an old article is never tokenised again.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -328,9 +329,22 @@ def candidates_find_many(
     return found
 
 
+# Passage keys found to be boilerplate, per worker process: (version, key) -> when. A key
+# only gains owners, except when the retention window prunes them: an entry is trusted for
+# HOT_KEY_SECONDS. Most passages of a site's pages are its boilerplate, looked up again and
+# again.
+HOT_KEYS_CACHED = 500_000
+HOT_KEY_SECONDS = 600.0
+_hot_keys: dict[tuple[str, int], float] = {}
+
+
 def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
     """Return the articles holding each passage key; a key held by more than
     MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and is left out."""
+    now = time.monotonic()
+    with _features_lock:
+        seen = [_hot_keys.get((version, key)) for key in keys]
+    keys = [k for k, at in zip(keys, seen, strict=True) if at is None or now - at > HOT_KEY_SECONDS]
     if not keys:
         return {}
     limit = MAX_PASSAGE_OWNERS + 1
@@ -363,6 +377,12 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
             )
     for key, article_id in rows:
         owners.setdefault(key, []).append(article_id)
+    hot = [key for key, ids in owners.items() if len(ids) >= limit]
+    if hot:
+        with _features_lock:
+            if len(_hot_keys) + len(hot) > HOT_KEYS_CACHED:
+                _hot_keys.clear()
+            _hot_keys.update(dict.fromkeys([(version, key) for key in hot], now))
     return {key: ids for key, ids in owners.items() if len(ids) < limit}
 
 
@@ -415,6 +435,14 @@ def _near_fingerprints(
 FEATURES_CACHED = 4000
 _features_cache: OrderedDict[tuple[str, int], Features] = OrderedDict()
 _features_lock = threading.Lock()
+
+
+def caches_clear() -> None:
+    """Forget this process's cached features, sketches and boilerplate keys (tests)."""
+    with _features_lock:
+        _features_cache.clear()
+        _sketch_cache.clear()
+        _hot_keys.clear()
 
 
 def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:

@@ -114,7 +114,7 @@ class Article(models.Model):
     url = models.CharField(_("URL"), max_length=2000, blank=True)
     external_id = models.CharField(_("id in its upload"), max_length=500, blank=True)
     published_at = models.DateTimeField(_("published"), null=True, blank=True)
-    created_at = models.DateTimeField(_("received"), auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(_("received"), auto_now_add=True)
     # published_at, or created_at when unknown: what the retention window compares.
     dated_at = models.DateTimeField(db_index=True)
     content_hash = models.CharField(max_length=64, db_index=True)
@@ -124,10 +124,20 @@ class Article(models.Model):
     )
     status_message = models.CharField(max_length=500, blank=True)
     exact_of = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="exact_copies"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="exact_copies",
+        db_index=False,  # a partial index below: most articles are no copy
     )
     upload = models.ForeignKey(
-        "UploadBatch", null=True, blank=True, on_delete=models.SET_NULL, related_name="articles"
+        "UploadBatch",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="articles",
+        db_index=False,  # one_article_per_upload_row starts with it
     )
     row = models.PositiveIntegerField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
@@ -135,7 +145,14 @@ class Article(models.Model):
     processed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["status", "claimed_at"])]
+        # Every index is updated when an article's status changes (twice per article): only
+        # those that queries need.
+        indexes = [
+            models.Index(fields=["status", "claimed_at"]),
+            models.Index(
+                fields=["exact_of"], condition=Q(exact_of__isnull=False), name="article_exact_of"
+            ),
+        ]
         constraints = [
             # An upload read twice (a retried task) cannot create a row's article twice.
             models.UniqueConstraint(fields=["upload", "row"], name="one_article_per_upload_row")

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 
 from django.conf import settings as django_settings
 from django.core.files import File
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -175,20 +175,14 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         stale_after = django_settings.DEDUP_STUCK_AFTER_SECONDS
     version, plan = settings.index_version, settings.plan()
     clock = _Clock()
-    claimed = _articles_claim(article_ids, stale_after)
+    claimed = _articles_claim(article_ids, stale_after, version)
     if not claimed:
         return
     clock.lap("claim")
-    articles = list(
-        Article.objects.filter(id__in=claimed).order_by("id").only("id", "body", "content_hash")
-    )
+    articles = [article for article, _ in claimed]
     # An article indexed by an earlier run of this task (one that then failed) stays indexed:
     # it is not turned into an exact copy of a text that was processed meanwhile.
-    indexed = set(
-        Fingerprint.objects.filter(version=version, article_id__in=claimed).values_list(
-            "article_id", flat=True
-        )
-    )
+    indexed = {article.id for article, seen in claimed if seen}
     exact = {a: o for a, o in _exact_originals(articles).items() if a not in indexed}
     clock.lap("read")
     items, failed = [], {}
@@ -245,10 +239,8 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
             processing.filter(id=article_id).update(
                 status=ArticleStatus.FAILED, status_message=message, processed_at=now
             )
-    uploads = Article.objects.filter(id__in=claimed, upload__isnull=False).values_list(
-        "upload_id", flat=True
-    )
-    for upload_id in sorted(set(uploads)):
+    uploads = {article.upload_id for article in articles if article.upload_id}
+    for upload_id in sorted(uploads):
         _upload_finish_if_processed(upload_id)
     clock.lap("write")
     logger.info("articles_process: %d articles, %s", len(claimed), clock)
@@ -285,12 +277,46 @@ def _exact_in_flight(rows: list[Match]) -> None:
             row.kind, row.shared_passages = MatchKind.EXACT, []
 
 
-def _articles_claim(article_ids: list[int], stale_after: int) -> list[int]:
-    """Claim the articles nobody is working on; return their ids."""
+def _articles_claim(
+    article_ids: list[int], stale_after: int, version: str
+) -> list[tuple[Article, bool]]:
+    """Claim the articles nobody is working on; return them (id, body, content hash) in id
+    order, each with whether it is indexed under the version already (by an earlier run)."""
     now = timezone.now()
+    stale = now - timedelta(seconds=stale_after)
+    if connection.vendor == "postgresql":
+        # Claim and read in one statement.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                UPDATE dedup_article a
+                SET status = %s, claimed_at = %s, attempts = a.attempts + 1
+                FROM (
+                    SELECT id FROM dedup_article
+                    WHERE id = ANY(%s)
+                        AND (status = %s OR (status = %s
+                             AND (claimed_at IS NULL OR claimed_at <= %s)))
+                    ORDER BY id
+                    FOR UPDATE SKIP LOCKED
+                ) AS free
+                WHERE a.id = free.id
+                RETURNING a.id, a.body, a.content_hash, a.upload_id, EXISTS (
+                    SELECT 1 FROM dedup_fingerprint f
+                    WHERE f.article_id = a.id AND f.version = %s
+                )
+                """,
+                [
+                    ArticleStatus.PROCESSING, now, list(article_ids), ArticleStatus.PENDING,
+                    ArticleStatus.PROCESSING, stale, version,
+                ],
+            )  # fmt: skip
+            rows = sorted(cursor.fetchall())
+        return [
+            (Article(id=i, body=body, content_hash=h, upload_id=u), seen)
+            for i, body, h, u, seen in rows
+        ]
     claimable = Q(status=ArticleStatus.PENDING) | Q(
-        Q(claimed_at__isnull=True) | Q(claimed_at__lte=now - timedelta(seconds=stale_after)),
-        status=ArticleStatus.PROCESSING,
+        Q(claimed_at__isnull=True) | Q(claimed_at__lte=stale), status=ArticleStatus.PROCESSING
     )
     with transaction.atomic():
         ids = list(
@@ -301,7 +327,14 @@ def _articles_claim(article_ids: list[int], stale_after: int) -> list[int]:
         Article.objects.filter(id__in=ids).update(
             status=ArticleStatus.PROCESSING, claimed_at=now, attempts=F("attempts") + 1
         )
-    return ids
+    articles = Article.objects.filter(id__in=ids).order_by("id")
+    articles = articles.only("id", "body", "content_hash", "upload_id")
+    indexed = set(
+        Fingerprint.objects.filter(version=version, article_id__in=ids).values_list(
+            "article_id", flat=True
+        )
+    )
+    return [(article, article.id in indexed) for article in articles]
 
 
 def _exact_originals(articles: list[Article]) -> dict[int, int]:

@@ -202,10 +202,10 @@ def wait_until(request) -> Callable:
 
 
 @pytest.fixture(autouse=True)
-def _features_cache_cleared():
-    """Each test starts with no cached features: a test database hands out ids again."""
+def _index_caches_cleared():
+    """Each test starts with no cached features or keys: a test database hands out ids again."""
     from dedup import index
 
-    index._features_cache.clear()
+    index.caches_clear()
     yield
-    index._features_cache.clear()
+    index.caches_clear()

@@ -16,18 +16,17 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import repeat
 
 import numpy as np
-import psycopg
 from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from dedup.db import columns, int_array, pg_cursor
 from dedup.engine import screen
 from dedup.engine.fingerprint import Fingerprint as EngineFingerprint
 from dedup.engine.hamming import to_signed, to_unsigned
@@ -170,35 +169,9 @@ def _fingerprints_insert(fingerprints: list[tuple], version: str) -> set[int]:
     return set(ids) - stored
 
 
-@contextmanager
-def _pg_cursor() -> Iterator[psycopg.Cursor]:
-    """Return a cursor on Django's PostgreSQL connection that binds parameters on the server
-    and reads results in binary: arrays and packed features travel as bytes, not as SQL text
-    (three times faster for features). Errors are Django's, as with `connection.cursor()`."""
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        yield cursor
-
-
-def _columns(rows: list[tuple]) -> list:
-    """Return the columns of some rows, to be sent as arrays: integers as the text of an array
-    (psycopg builds a binary array element by element in Python, 20 times slower), others as
-    lists."""
-    columns = zip(*rows, strict=True) if rows else []
-    return [
-        _int_array(column) if isinstance(column[0], int) else list(column) for column in columns
-    ]
-
-
-def _int_array(values) -> str:
-    """Return integers (or None) as the text of a PostgreSQL array; cast it in the query:
-    %s::bigint[]."""
-    return "{" + ",".join(map(str, values)).replace("None", "NULL") + "}"
-
-
 def _fingerprints_insert_pg(fingerprints: list[tuple], version: str) -> set[int]:
     """Insert the fingerprint rows not stored yet, in one statement; return their articles."""
-    with _pg_cursor() as cursor:
+    with pg_cursor() as cursor:
         cursor.execute(
             """
             INSERT INTO dedup_fingerprint (article_id, version, value, status, tokens, features,
@@ -210,14 +183,14 @@ def _fingerprints_insert_pg(fingerprints: list[tuple], version: str) -> set[int]
             ON CONFLICT DO NOTHING
             RETURNING article_id
             """,
-            [version, *_columns(fingerprints)],
+            [version, *columns(fingerprints)],
         )
         return {row[0] for row in cursor.fetchall()}
 
 
 def _index_rows_insert_pg(segments: list[tuple], passages: list[tuple], version: str) -> None:
     """Write segment rows and passage keys, one statement each, every column as one array."""
-    with _pg_cursor() as cursor:
+    with pg_cursor() as cursor:
         if segments:
             cursor.execute(
                 """
@@ -226,7 +199,7 @@ def _index_rows_insert_pg(segments: list[tuple], passages: list[tuple], version:
                 FROM unnest(%s::smallint[], %s::bigint[], %s::bigint[], %s::bigint[])
                     AS u(t, k, f, a)
                 """,
-                [version, *_columns(segments)],
+                [version, *columns(segments)],
             )
         if passages:
             cursor.execute(
@@ -234,7 +207,7 @@ def _index_rows_insert_pg(segments: list[tuple], passages: list[tuple], version:
                 INSERT INTO dedup_passagekey (version, key, passage_no, article_id)
                 SELECT %s, k, n, a FROM unnest(%s::bigint[], %s::int[], %s::bigint[]) AS u(k, n, a)
                 """,
-                [version, *_columns(passages)],
+                [version, *columns(passages)],
             )
 
 
@@ -351,7 +324,7 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
     owners: dict[int, list[int]] = {}
     if connection.vendor == "postgresql":
         # Each key's first owners, in one statement: a boilerplate key stops at limit rows.
-        with _pg_cursor() as cursor:
+        with pg_cursor() as cursor:
             cursor.execute(
                 """
                 SELECT q.key, p.article_id
@@ -363,7 +336,7 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
                     LIMIT %s
                 ) AS p
                 """,
-                [_int_array(keys), version, limit],
+                [int_array(keys), version, limit],
                 binary=True,
             )
             rows = cursor.fetchall()
@@ -397,7 +370,7 @@ def _near_fingerprints(
     tables = plan.table_count
     if connection.vendor == "postgresql":
         # The distance is checked in the database: only the matches come back.
-        with _pg_cursor() as cursor:
+        with pg_cursor() as cursor:
             cursor.execute(
                 """
                 SELECT q.i, s.article_id
@@ -408,10 +381,10 @@ def _near_fingerprints(
                 WHERE bit_count((s.fingerprint # q.fp)::bit(64)) <= %s
                 """,
                 [
-                    _int_array(numbers * tables),
-                    _int_array(t for t in range(tables) for _ in numbers),
-                    _int_array(keys.reshape(-1).tolist()),
-                    _int_array(unsigned.view(np.int64).tolist() * tables),
+                    int_array(numbers * tables),
+                    int_array(t for t in range(tables) for _ in numbers),
+                    int_array(keys.reshape(-1).tolist()),
+                    int_array(unsigned.view(np.int64).tolist() * tables),
                     version,
                     k,
                 ],
@@ -457,11 +430,11 @@ def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Feat
                 _features_cache.move_to_end((version, article_id))
                 loaded[article_id] = cached
     if missing and connection.vendor == "postgresql":
-        with _pg_cursor() as cursor:
+        with pg_cursor() as cursor:
             cursor.execute(
                 "SELECT article_id, features FROM dedup_fingerprint"
                 " WHERE version = %s AND article_id = ANY(%s)",
-                [version, _int_array(missing)],
+                [version, int_array(missing)],
                 binary=True,
             )
             rows = cursor.fetchall()
@@ -552,11 +525,11 @@ def sketches_load(*, article_ids: Iterable[int], version: str) -> dict[int, tupl
                 _sketch_cache.move_to_end((version, article_id))
                 loaded[article_id] = cached
     if missing and connection.vendor == "postgresql":
-        with _pg_cursor() as cursor:
+        with pg_cursor() as cursor:
             cursor.execute(
                 "SELECT article_id, shingles, sketch FROM dedup_fingerprint"
                 " WHERE version = %s AND article_id = ANY(%s) AND sketch IS NOT NULL",
-                [version, _int_array(missing)],
+                [version, int_array(missing)],
                 binary=True,
             )
             rows = cursor.fetchall()

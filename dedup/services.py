@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from dedup import index
+from dedup.db import int_array, pg_cursor
 from dedup.engine.config import ConfigError
 from dedup.engine.plan import PlanError
 from dedup.engine.records import BadRow, InputError
@@ -135,6 +136,42 @@ def _article(fields: dict, *, now: datetime, upload=None, row: int | None = None
         upload=upload,
         row=row,
     )
+
+
+def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datetime) -> None:
+    """Insert an upload's articles (fields, row number); rows made already are left alone."""
+    if connection.vendor != "postgresql":
+        made = [_article(fields, now=now, upload=None, row=row) for fields, row in rows]
+        for article in made:
+            article.upload_id = upload_id
+        Article.objects.bulk_create(made, ignore_conflicts=True)
+        return
+    # One statement, every column one array: about twice as fast as bulk_create here.
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO dedup_article (title, body, source, url, external_id, published_at,
+                created_at, dated_at, content_hash, length, status, status_message, upload_id,
+                "row", attempts)
+            SELECT t, b, s, u, e, p, %s, coalesce(p, %s), h, n, %s, '', %s, r, 0
+            FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[],
+                        %s::timestamptz[], %b::text[], %s::int[], %s::int[])
+                AS x(t, b, s, u, e, p, h, n, r)
+            ON CONFLICT (upload_id, "row") DO NOTHING
+            """,
+            [
+                now, now, ArticleStatus.PENDING, upload_id,
+                [f["title"] for f, _ in rows],
+                [f["body"] for f, _ in rows],
+                [f["source"] for f, _ in rows],
+                [f["url"] for f, _ in rows],
+                [f["external_id"] for f, _ in rows],
+                [f["published_at"] for f, _ in rows],
+                [Article.hash_body(f["body"]) for f, _ in rows],
+                int_array(len(f["body"]) for f, _ in rows),
+                int_array(row for _, row in rows),
+            ],
+        )  # fmt: skip
 
 
 def _enqueue_process(article_ids: list[int]) -> None:
@@ -518,16 +555,16 @@ def upload_process(*, upload_id: int) -> UploadBatch:
     limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
     total = accepted = rejected = 0
     errors: list[dict] = []
-    pending: list[Article] = []
+    pending: list[tuple[dict, int]] = []  # (fields, row number)
     now = timezone.now()
 
     def flush() -> None:
         with transaction.atomic():
             # Another run of this upload (a task delivered twice) may have made some already.
-            Article.objects.bulk_create(pending, ignore_conflicts=True)
+            _articles_insert(pending, upload_id=upload_id, now=now)
             created = Article.objects.filter(
                 upload_id=upload_id,
-                row__in=[a.row for a in pending],
+                row__in=[row for _, row in pending],
                 status=ArticleStatus.PENDING,
             ).values_list("id", flat=True)
             _enqueue_process(sorted(created))
@@ -555,7 +592,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
                     continue
                 accepted += 1
                 if number not in made:
-                    pending.append(_article(fields, now=now, upload=batch, row=number))
+                    pending.append((fields, number))
                 if len(pending) >= django_settings.DEDUP_CHUNK_SIZE:
                     flush()
             flush()

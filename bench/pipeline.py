@@ -62,7 +62,9 @@ PROGRESS_EVERY = 15.0
 POLL_EVERY = 5.0  # a count over every article: cheap, but it runs on the same two cores
 _TASK_DONE = re.compile(r"Task (dedup\.tasks\.\w+)\[[^\]]+\] succeeded in ([0-9.]+)s")
 # services.articles_process logs where each chunk's time went: "claim 0.012 read 0.034 ...".
-_CHUNK_PARTS = re.compile(r"articles_process: (\d+) articles, [0-9.]+ s: ((?:[a-z ]+ [0-9.]+ ?)+)")
+_CHUNK_PARTS = re.compile(
+    r"articles_process: (\d+) articles, [0-9.]+ s: ((?:[a-z ]+ [0-9.]+ ?)+)(?:; ([a-z0-9 ]+))?"
+)
 _PART = re.compile(r"([a-z][a-z ]*?) ([0-9.]+)")
 
 
@@ -411,15 +413,17 @@ def table_sizes() -> dict[str, int]:
     return sizes
 
 
-def chunk_parts(log: str) -> tuple[int, dict[str, float]]:
-    """Return the articles processed and the seconds per part of articles_process, summed over
-    the workers' log lines."""
-    articles, parts = 0, Counter()
-    for count, text in _CHUNK_PARTS.findall(log):
+def chunk_parts(log: str) -> tuple[int, dict[str, float], Counter]:
+    """Return the articles processed, the seconds per part of articles_process and its counts
+    (candidates, verified), summed over the workers' log lines."""
+    articles, parts, counts = 0, Counter(), Counter()
+    for count, text, tail in _CHUNK_PARTS.findall(log):
         articles += int(count)
         for name, seconds in _PART.findall(text):
             parts[name.strip()] += float(seconds)
-    return articles, dict(parts)
+        for name, number in _PART.findall(tail):
+            counts[name.strip()] += int(float(number))
+    return articles, dict(parts), counts
 
 
 def task_times(log: str) -> dict[str, list[float]]:
@@ -570,7 +574,7 @@ def report(args, kinds, size_mb, engine, sample, pipe, health, sizes, tasks, pro
             f"= {args.workers * pipe['seconds']:,.0f} s of worker time "
             f"({busy / max(1e-9, args.workers * pipe['seconds']):.0%} busy).",
         ]
-    articles, parts = pipe.get("chunk_parts", (0, {}))
+    articles, parts, counts = pipe.get("chunk_parts", (0, {}, Counter()))
     if articles:
         total = sum(parts.values())
         lines += [
@@ -586,6 +590,14 @@ def report(args, kinds, size_mb, engine, sample, pipe, health, sizes, tasks, pro
             f"| {name} | {seconds:,.1f} | {seconds * 1000 / articles:.2f} | {seconds / total:.0%} |"
             for name, seconds in parts.items()
         ]
+        if counts.get("candidates"):
+            lines += [
+                "",
+                f"Candidates per article: {counts['candidates'] / articles:.1f} (fingerprints "
+                "within k_max or a shared passage key), of which "
+                f"{counts['verified'] / articles:.1f} passed the screen on sketches and were "
+                "verified on their full features.",
+            ]
     if profile:
         total, measured, cands = profile["seconds"], profile["measured"], profile["candidates"]
         per = 1000 / args.chunk_size

@@ -476,9 +476,11 @@ def duplicates_find_many(
     candidates: Sequence[Iterable[int]],
     version: str,
     detector: Detector,
+    counts: dict[str, int] | None = None,
 ) -> list[list[Duplicate] | Exception]:
     """Verify each article's candidates; return each article's duplicates, or the error that
-    stopped its verification.
+    stopped its verification. `counts`, if given, gets the candidates and how many of them
+    were verified in full.
 
     The candidates are screened on their sketches first (dedup.engine.screen); the features of
     those that pass are loaded once for the whole chunk."""
@@ -500,6 +502,9 @@ def duplicates_find_many(
             | {b for b in some if b not in sketches}
         )
     stored = features_load(article_ids=set().union(*passing), version=version)
+    if counts is not None:
+        counts["candidates"] = counts.get("candidates", 0) + sum(map(len, candidates))
+        counts["verified"] = counts.get("verified", 0) + sum(map(len, passing))
     results: list[list[Duplicate] | Exception] = []
     for (article_id, features), some in zip(queries, passing, strict=True):
         try:

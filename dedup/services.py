@@ -335,6 +335,7 @@ class _Clock:
     def __init__(self) -> None:
         self.start = self.last = time.perf_counter()
         self.parts: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
 
     def lap(self, name: str) -> None:
         now = time.perf_counter()
@@ -343,7 +344,8 @@ class _Clock:
 
     def __str__(self) -> str:
         parts = " ".join(f"{name} {seconds:.3f}" for name, seconds in self.parts.items())
-        return f"{self.last - self.start:.3f} s: {parts}"
+        counts = " ".join(f"{name} {count}" for name, count in self.counts.items())
+        return f"{self.last - self.start:.3f} s: {parts}" + (f"; {counts}" if counts else "")
 
 
 def _exact_in_flight(rows: list[Match]) -> None:
@@ -457,7 +459,11 @@ def _matches_find(
     if clock:
         clock.lap("look up")
     found = index.duplicates_find_many(
-        queries=queries, candidates=candidates, version=version, detector=detector
+        queries=queries,
+        candidates=candidates,
+        version=version,
+        detector=detector,
+        counts=clock.counts if clock else None,
     )
     if clock:
         clock.lap("verify")

@@ -69,7 +69,9 @@ def test_many_candidates_at_once_match_one_by_one():
     rng = np.random.default_rng(6)
     a = shingles(rng, 1000)
     others = [
-        np.unique(np.concatenate([a[:shared], shingles(rng, 700 - shared)]))
+        np.unique(
+            np.concatenate([rng.choice(a, shared, replace=False), shingles(rng, 700 - shared)])
+        )
         for shared in (0, 50, 200, 400, 700)
     ]
     others.append(np.empty(0, np.uint32))

@@ -165,7 +165,7 @@ class Weigher:
                 if len(counts) > 1
                 else [*map(self._slot.__getitem__, counts)]
             )
-            slots = np.array(found, dtype=np.intp)
+            slots = np.fromiter(found, np.intp, len(counts))  # twice as fast as np.array
         except KeyError:
             slots = np.fromiter(map(self._slot.get, counts, repeat(-1)), np.intp, len(counts))
             slots = self._fill(list(counts), slots)

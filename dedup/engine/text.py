@@ -39,11 +39,12 @@ _LOOKS_LIKE_HTML = re.compile(
 _ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+\d*);", re.IGNORECASE)
 
 # Whitespace inside Chinese text is an artefact (line wrapping, scrapers), never a word break.
-# A blank line (paragraph break) stays. The pattern starts with the whitespace and looks behind
-# only then, which lets the regex engine skip quickly to candidates.
-_CJK_GAP = re.compile(
-    rf"(?:[^\S\n](?<=[{_CJK}][^\S\n])[^\S\n]*\n?|\n(?<=[{_CJK}]\n))[^\S\n]*(?=[{_CJK}])"
-)
+# A blank line (paragraph break) stays. Folded text has no whitespace but " " and "\n" (the
+# fold table makes every other space " "). The pattern starts with the whitespace and looks
+# behind only then, which lets the regex engine skip quickly to candidates; without spaces,
+# only line breaks are candidates, and a pattern starting with "\n" skips faster still.
+_CJK_GAP = re.compile(rf"(?: (?<=[{_CJK}] ) *\n?|\n(?<=[{_CJK}]\n)) *(?=[{_CJK}])")
+_CJK_LINE_BREAK = re.compile(rf"\n(?<=[{_CJK}]\n)(?=[{_CJK}])")
 
 
 def strip_html(text: str) -> str:
@@ -69,13 +70,6 @@ def _opencc_t2s():
     return opencc.OpenCC("t2s")
 
 
-@cache
-def _traditional_mask() -> np.ndarray:
-    mask = np.zeros(_TABLE_SIZE + 1, dtype=bool)
-    mask[[ord(c) for c in _t2s_table() if ord(c) < _TABLE_SIZE]] = True
-    return mask
-
-
 def fold_traditional(text: str) -> str:
     """Convert Traditional Chinese to Simplified, phrase by phrase, with OpenCC's t2s.
 
@@ -94,6 +88,12 @@ _VARIANTS = {"著": "着"}
 # Code points below this are folded by table lookup; planes 0-2 hold every CJK ideograph.
 _TABLE_SIZE = 0x30000
 _WORD = re.compile(r"\w")
+# The table's entries carry flags above the code point (21 bits), about the character looked up,
+# so that one lookup also tells which of the rarer steps a text needs.
+_CODE = (1 << 24) - 1
+_TRADITIONAL = 1 << 24  # a Traditional character (see _is_traditional)
+_CASED = 1 << 25  # folded, it still changes under full case folding ("ß" is "ss")
+_OUTSIDE = 1 << 26  # beyond the table: its last entry, where larger code points are clipped
 
 
 @cache
@@ -103,10 +103,10 @@ def _fold_table(nfkc: bool, casefold: bool, traditional: bool, punctuation: bool
     Character by character: NFKC, case folding, Traditional to Simplified, then punctuation and
     symbols to "," and whitespace to " " (newlines kept, they may separate paragraphs).
     Characters whose fold is longer than one character stay as they are here and are handled
-    by the full functions afterwards.
+    by the full functions afterwards. Each entry also has its flags (`_TRADITIONAL`...).
     """
     t2s = {**_t2s_table(), **_VARIANTS} if traditional else {}
-    table = np.arange(_TABLE_SIZE, dtype=np.uint32)
+    table = np.arange(_TABLE_SIZE + 1, dtype=np.uint32)
     for code in range(_TABLE_SIZE):
         if 0xD800 <= code < 0xE000:
             continue
@@ -120,36 +120,52 @@ def _fold_table(nfkc: bool, casefold: bool, traditional: bool, punctuation: bool
             mapped = "\n" if mapped == "\n" else " " if mapped.isspace() else ","
         if len(mapped) == 1:
             table[code] = ord(t2s.get(mapped, mapped))
+    if casefold:
+        for code in range(_TABLE_SIZE):
+            folded = chr(table[code])
+            if folded.casefold() != folded:
+                table[code] |= _CASED
+    if traditional:
+        table[[ord(c) for c in _t2s_table() if ord(c) < _TABLE_SIZE]] |= _TRADITIONAL
+    table[_TABLE_SIZE] = _OUTSIDE
     return table
 
 
-def _is_traditional(codes: np.ndarray) -> bool:
+def _is_traditional(folded: np.ndarray) -> bool:
     """Tell whether a text is written in Traditional characters, not just has a few.
 
     乾 (乾隆), 藉 or 塚 turn up in Simplified text too; the table folds those one by one. A
     Traditional text has them by the dozen, and then phrase-level conversion pays off.
     """
-    if not codes.size:
-        return False
-    count = int(np.count_nonzero(_traditional_mask()[np.minimum(codes, _TABLE_SIZE)]))
-    return count >= 2 and count * 100 >= codes.size
+    count = int(np.count_nonzero(folded & _TRADITIONAL))
+    return count >= 2 and count * 100 >= folded.size
 
 
-def fold_characters(text: str, config: Config) -> str:
-    """Apply the configuration's character folds (width, case, script, punctuation)."""
+def _fold(text: str, config: Config) -> tuple[str, int]:
+    """Return the text with the configuration's character folds applied, and the flags its
+    characters have in the fold table (see `_fold_table`)."""
     table = _fold_table(
         config.nfkc, config.casefold, config.fold_traditional, config.fold_punctuation
     )
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    if config.fold_traditional and _is_traditional(codes):
+    folded = table.take(codes, mode="clip")
+    flags = int(np.bitwise_or.reduce(folded)) & ~_CODE
+    if flags & _TRADITIONAL and _is_traditional(folded):
         # Traditional text (rare, and slower): phrase-level conversion first, then the table.
         text = fold_traditional(text)
         codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    if codes.size and codes.max() >= _TABLE_SIZE:
-        codes = np.where(codes < _TABLE_SIZE, table[np.minimum(codes, _TABLE_SIZE - 1)], codes)
-    else:
-        codes = table[codes]
-    return codes.tobytes().decode("utf-32-le", "surrogatepass")
+        folded = table.take(codes, mode="clip")
+        flags = int(np.bitwise_or.reduce(folded)) & ~_CODE
+    if flags:
+        folded &= _CODE
+        if flags & _OUTSIDE:
+            folded = np.where(codes < _TABLE_SIZE, folded, codes)
+    return folded.tobytes().decode("utf-32-le", "surrogatepass"), flags
+
+
+def fold_characters(text: str, config: Config) -> str:
+    """Apply the configuration's character folds (width, case, script, punctuation)."""
+    return _fold(text, config)[0]
 
 
 def normalise(text: str, config: Config) -> str:
@@ -160,15 +176,18 @@ def normalise(text: str, config: Config) -> str:
     """
     if config.strip_html:
         text = strip_html(text)
-    text = fold_characters(text, config)
+    text, flags = _fold(text, config)
     if config.nfkc and not unicodedata.is_normalized("NFKC", text):
         # Sequences (combining marks, compatibility ligatures) the table cannot fold alone.
-        text = fold_characters(unicodedata.normalize("NFKC", text), config)
-    if config.casefold and not text.isascii():
-        text = text.casefold()
+        text, flags = _fold(unicodedata.normalize("NFKC", text), config)
+    if config.casefold and flags & (_CASED | _OUTSIDE):
+        text = text.casefold()  # the table folded every other character already
     if config.fold_punctuation:
-        if " " in text or "\n" in text:
+        # Folded, the text has no whitespace but " " and "\n"; most articles have no " ".
+        if " " in text:
             text = _CJK_GAP.sub("", text)
+        elif "\n" in text:
+            text = _CJK_LINE_BREAK.sub("", text)
         text = text.strip(" \n,")
     return text
 

@@ -5,7 +5,9 @@ old article is never tokenised again:
 
 - its *passages*: the normalised text cut at sentence ends (short sentences join the next);
 - its *shingles*: the set of hashed character 4-grams of each passage (separators dropped),
-  about two Chinese words each, so they work for short texts and any script alike;
+  about two Chinese words each, so they work for short texts and any script alike; 32 bits
+  each (two articles of 2,000 shingles share one by chance about once in a thousand pairs),
+  which halves what verification reads and what is stored;
 - a *passage key* per passage: the least hash among its shingles (a one-hash MinHash), equal
   for two copies of a passage, and for two edited copies as often as their shingles overlap.
 
@@ -19,8 +21,11 @@ contained in the other (`partial`); the shared passages say where.
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,24 +37,34 @@ from dedup.engine.text import junk_share, normalise, strip_html
 # Sentence ends get a blank line after them before normalising: normalised text keeps blank
 # lines, so passages can be cut there.
 _SENTENCE_ENDS = "。！？；!?;"
-_BREAK = ord("\n")
-_SEPARATORS = np.array([ord(","), ord(" "), ord("\n")], dtype=np.uint32)
+# Code point -> kept (not a separator); every code point from len(_KEPT) - 1 up is kept.
+_KEPT = np.ones(ord(",") + 2, dtype=bool)
+_KEPT[[ord(","), ord(" "), ord("\n")]] = False
 GRAM = 4
 MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # Passages shared by more articles than this are boilerplate (navigation, footers): not used
 # to find candidates, so that one template cannot make every page a candidate of every other.
 MAX_PASSAGE_OWNERS = 20
-# Packed features (Features.to_bytes): magic, format, has fingerprint, fingerprint, length,
-# shingle count, passage count; little-endian.
+# Shingles fall in 2**BUCKET_BITS buckets by their high bits, for a quick bound of how many two
+# articles share (see judge_many): a bitset of 4 KB per article.
+BUCKET_BITS = 15
+# Shared passages are counted in a (passages of one) x (passages of the other) matrix up to
+# this size, sparsely beyond (pages of thousands of passages each).
+MAX_DENSE_PASSAGE_PAIRS = 1 << 20
+# Packed features (Features.to_bytes): magic, format, flags, fingerprint, length, shingle
+# count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
+# with the WIDE flag: more than 65,536 passages), the passage keys (u8).
 _FEATURES_MAGIC = b"DDF\x00"
-_FEATURES_FORMAT = 1
-_FEATURES_HEADER = struct.Struct("<4sB?QQII")
-_MIX = (
-    np.uint64(0x9E3779B97F4A7C15),
-    np.uint64(0xC2B2AE3D27D4EB4F),
-    np.uint64(0x165667B19E3779F9),
-    np.uint64(0xD6E8FEB86659FD93),
-)
+_FEATURES_FORMAT = 2
+_FEATURES_HEADER = struct.Struct("<4sBBQQII")
+_HAS_FINGERPRINT, _WIDE = 1, 2
+# The gram hash's multiplier (see _grams).
+_PRIME = np.uint64(0x9E3779B97F4A7C15)
+_HIGH_HALF = np.uint64(0xFFFFFFFF00000000)
+_NONE = np.uint64(0xFFFFFFFFFFFFFFFF)
+_OWNERS = np.arange(1 << 12, dtype=np.uint64)  # passage numbers, made once
+_LITTLE = sys.byteorder == "little"
+_SIDE = np.uint64(1 << 31)  # marks a passage number as the second article's
 
 
 @dataclass(frozen=True)
@@ -58,19 +73,49 @@ class Features:
 
     fingerprint: int | None  # the article's SimHash
     length: int  # characters of normalised text, separators excluded
-    shingles: np.ndarray  # sorted distinct uint64 hashes of character 4-grams
-    passage_of: np.ndarray  # for each shingle, the first passage it occurs in
-    passage_keys: np.ndarray  # uint64, one per passage: its least shingle
+    shingles: np.ndarray  # sorted distinct uint32 hashes of character 4-grams
+    passage_of: np.ndarray  # uint32, for each shingle the first passage it occurs in
+    passage_keys: np.ndarray  # uint64, one per passage: its least 64-bit gram hash
     passage_sizes: np.ndarray  # distinct shingles first seen in each passage
+
+    @cached_property
+    def buckets(self) -> np.ndarray:
+        """Return which of 2**BUCKET_BITS buckets (by their high bits) the shingles occupy, as
+        a bitset (made once, for judge_many)."""
+        marks = np.zeros(1 << BUCKET_BITS, dtype=bool)
+        marks[self.shingles >> np.uint32(32 - BUCKET_BITS)] = True
+        return np.packbits(marks).view(np.uint64)
+
+    @cached_property
+    def hidden(self) -> int:
+        """Return how many shingles share a bucket with another (made once, for judge_many)."""
+        return len(self.shingles) - int(np.bitwise_count(self.buckets).sum())
+
+    @cached_property
+    def keyed(self) -> np.ndarray:
+        """Return (shingle, passage) as one 64-bit value each, sorted (made once, for
+        partial copies)."""
+        return (self.shingles.astype(np.uint64) << np.uint64(32)) | self.passage_of
+
+    @cached_property
+    def keyed_marked(self) -> np.ndarray:
+        """Return `keyed` with each passage marked as the second article's of a pair."""
+        return self.keyed | _SIDE
+
+    @cached_property
+    def half_passages(self) -> np.ndarray:
+        """Return, per passage, how many of its shingles make most of it (at least one)."""
+        return (np.maximum(self.passage_sizes, 1) + 1) // 2
 
     def to_bytes(self) -> bytes:
         """Pack into bytes for storage: a small versioned header, then the arrays."""
-        fingerprint = 0 if self.fingerprint is None else self.fingerprint
+        wide = len(self.passage_keys) > 1 << 16
+        flags = (_HAS_FINGERPRINT if self.fingerprint is not None else 0) | (_WIDE if wide else 0)
         header = _FEATURES_HEADER.pack(
             _FEATURES_MAGIC,
             _FEATURES_FORMAT,
-            self.fingerprint is not None,
-            fingerprint,
+            flags,
+            self.fingerprint or 0,
             self.length,
             len(self.shingles),
             len(self.passage_keys),
@@ -78,10 +123,9 @@ class Features:
         return b"".join(
             [
                 header,
-                np.ascontiguousarray(self.shingles, dtype="<u8").tobytes(),
-                np.ascontiguousarray(self.passage_of, dtype="<i4").tobytes(),
+                np.ascontiguousarray(self.shingles, dtype="<u4").tobytes(),
+                np.ascontiguousarray(self.passage_of, dtype="<u4" if wide else "<u2").tobytes(),
                 np.ascontiguousarray(self.passage_keys, dtype="<u8").tobytes(),
-                np.ascontiguousarray(self.passage_sizes, dtype="<i8").tobytes(),
             ]
         )
 
@@ -90,33 +134,36 @@ class Features:
         """Unpack what `to_bytes` packed; raise ValueError if it is not such data."""
         data = bytes(data)
         size = _FEATURES_HEADER.size
-        if len(data) < size or data[:4] != _FEATURES_MAGIC:
+        if len(data) < 5 or data[:4] != _FEATURES_MAGIC:
             raise ValueError("not packed features: recompute them with Detector.features")
-        _, version, has_fp, fingerprint, length, shingles, passages = _FEATURES_HEADER.unpack_from(
-            data
-        )
-        if version != _FEATURES_FORMAT:
+        if data[4] != _FEATURES_FORMAT:
             raise ValueError(
-                f"packed features of format {version}, this version reads {_FEATURES_FORMAT}: "
+                f"packed features of format {data[4]}, this version reads {_FEATURES_FORMAT}: "
                 "recompute them with Detector.features"
             )
-        if len(data) != size + shingles * 12 + passages * 16:
+        if len(data) < size:
+            raise ValueError("packed features are truncated: recompute them")
+        _, _, flags, fingerprint, length, shingles, passages = _FEATURES_HEADER.unpack_from(data)
+        of = "<u4" if flags & _WIDE else "<u2"
+        if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8:
             raise ValueError("packed features are truncated or too long: recompute them")
         at = size
 
-        def take(dtype: str, count: int, width: int) -> np.ndarray:
+        def take(dtype: str, count: int, native: type) -> np.ndarray:
             nonlocal at
             array = np.frombuffer(data, dtype=dtype, count=count, offset=at)
-            at += count * width
-            return array.astype(dtype.replace("<", "="), copy=True)
+            at += array.nbytes
+            return array.astype(native)  # a writable, aligned copy in native order
 
+        shingle_values = take("<u4", shingles, np.uint32)
+        passage_of = take(of, shingles, np.uint32)
         return cls(
-            fingerprint=fingerprint if has_fp else None,
+            fingerprint=fingerprint if flags & _HAS_FINGERPRINT else None,
             length=length,
-            shingles=take("<u8", shingles, 8),
-            passage_of=take("<i4", shingles, 4),
-            passage_keys=take("<u8", passages, 8),
-            passage_sizes=take("<i8", passages, 8),
+            shingles=shingle_values,
+            passage_of=passage_of,
+            passage_keys=take("<u8", passages, np.uint64),
+            passage_sizes=np.bincount(passage_of, minlength=passages),
         )
 
 
@@ -175,14 +222,13 @@ class Detector:
     def passages(self, text: str) -> list[str]:
         """Return a text's passages, normalised, numbered as in `Duplicate.shared_passages`."""
         normal = self._normalised_passages(text)
-        codes, passage, where = _codes_and_passages(normal, positions=True)
-        if not len(codes):
-            return []
-        starts = np.flatnonzero(np.diff(passage, prepend=-1))
-        ends = np.append(starts[1:], len(codes)) - 1
+        _, lengths = _codes_and_passages(normal)
+        codes = np.frombuffer(normal.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        where = np.flatnonzero(_KEPT.take(codes, mode="clip"))  # kept code points in the text
+        ends = np.cumsum(lengths, dtype=np.int64)
         return [
-            normal[int(where[s]) : int(where[e]) + 1].replace("\n", " ")
-            for s, e in zip(starts, ends, strict=True)
+            normal[int(where[end - length]) : int(where[end - 1]) + 1].replace("\n", " ")
+            for end, length in zip(ends.tolist(), lengths, strict=True)
         ]
 
     def features(self, text: str) -> Features:
@@ -193,23 +239,44 @@ class Detector:
         """Compute an article's fingerprint (with status and tokens) and its features."""
         normal = self._normalised_passages(text)
         fp = self._fingerprint(text, normal)
-        fingerprint = fp.value
-        codes, passage = _codes_and_passages(normal)
-        grams, owner = _grams(codes, passage)
-        if not len(grams):
+        codes, lengths = _codes_and_passages(normal)
+        n = len(codes) - GRAM + 1
+        if n <= 0:
             empty = np.empty(0, np.uint64)
-            return fp, Features(fingerprint, len(codes), empty, np.empty(0, np.int32), empty, empty)
-        count = int(owner.max()) + 1
-        keys = _passage_keys(grams, owner, count)
-        order = np.argsort(grams)
-        grams, owner = grams[order], owner[order]
-        distinct = np.empty(len(grams), dtype=bool)
-        distinct[0], distinct[1:] = True, grams[1:] != grams[:-1]
-        shingles, passage_of = grams[distinct], owner[distinct].astype(np.int32)
+            none = np.empty(0, np.uint32)
+            return fp, Features(fp.value, len(codes), none, none, empty, np.empty(0, np.intp))
+        # Few numpy calls, each on the whole article: between two articles' word cuts the
+        # CPU caches are cold, and there a call costs more than its elements.
+        grams = _gram_hashes(codes, n)
+        # Grams across a passage boundary get the largest value: never a passage's least, and
+        # sorted last, where they are cut off.
+        across, starts, end = [], [], 0
+        for length in lengths:
+            starts.append(end)
+            end += length
+            across += range(end - GRAM + 1, end)
+        del across[-(GRAM - 1) :]  # the text's end is no boundary
+        grams[across] = _NONE
+        keys = np.minimum.reduceat(grams, starts)
+        # One sort of (shingle: the high half of the hash, passage): each distinct shingle's
+        # first entry then has the first passage it occurs in.
+        grams &= _HIGH_HALF
+        count = len(lengths)
+        owners = _OWNERS[:count] if count <= len(_OWNERS) else np.arange(count, dtype=np.uint64)
+        grams |= np.repeat(owners, lengths)[:n]
+        grams[across] = _NONE
+        grams.sort()
+        words = grams.view("<u4") if _LITTLE else grams.astype("<u8").view("<u4")
+        real = n - len(across)
+        values, passages = words[1 : 2 * real : 2], words[0 : 2 * real : 2]
+        first = np.empty(real, dtype=bool)
+        first[0] = True
+        np.not_equal(values[1:], values[:-1], out=first[1:])
+        passage_of = passages[first]
         return fp, Features(
-            fingerprint=fingerprint,
+            fingerprint=fp.value,
             length=len(codes),
-            shingles=shingles,
+            shingles=values[first],
             passage_of=passage_of,
             passage_keys=keys,
             passage_sizes=np.bincount(passage_of, minlength=count),
@@ -238,7 +305,9 @@ class Detector:
             other = a != b
             found.append(np.stack([np.minimum(a, b)[other], np.maximum(a, b)[other]], axis=1))
         both = np.concatenate(found)
-        return np.unique(both, axis=0) if len(both) else both
+        # Each pair once, sorted: as one integer each (a row-wise unique is many times slower).
+        unique = np.unique(both[:, 0] * len(features) + both[:, 1])
+        return np.stack([unique // len(features), unique % len(features)], axis=1)
 
     def judge(self, a: int, b: int, fa: Features, fb: Features) -> Duplicate | None:
         """Verify one candidate pair; return the verdict, or None if they are not duplicates."""
@@ -249,23 +318,41 @@ class Detector:
         self, a: int, fa: Features, others: Sequence[tuple[int, Features]]
     ) -> list[Duplicate]:
         """Verify one article against its candidates at once; return the duplicates, in order."""
+        if not others:
+            return []
+        # An upper bound of the shingles each candidate shares with the article, for all at
+        # once: the buckets both occupy, plus what collisions in a bucket may hide. Most
+        # candidates that are no duplicate (two pages sharing a footer) stop there.
+        both = np.concatenate([fb.buckets for _, fb in others]).reshape(len(others), -1)
+        both &= fa.buckets
+        bounds = np.add.reduce(np.bitwise_count(both), axis=1).tolist()
         found = []
-        for b, fb in others:
-            verdict = self._verdict(a, b, fa, fb, _intersection_size(fa.shingles, fb.shingles))
+        x = fa.shingles
+        for (b, fb), bound in zip(others, bounds, strict=True):
+            y = fb.shingles
+            small, big = (len(x), len(y)) if len(x) <= len(y) else (len(y), len(x))
+            need = max(self.min_shared, self.partial * small)  # for a partial copy
+            if small >= self.near * big:  # a Jaccard of `near` is within reach
+                need = min(need, self.near * (small + big) / (1 + self.near))
+            if bound + min(fa.hidden, fb.hidden) < need * (1 - 1e-9):  # margin: float rounding
+                continue
+            # One article inside a bigger page is the likely partial copy: then keep where each
+            # shingle came from, for the shared passages.
+            merged = _merge(fa, fb, passages=big >= 1.5 * small and small >= self.min_shared)
+            verdict = self._verdict(a, b, fa, fb, merged, small, big)
             if verdict is not None:
                 found.append(verdict)
         return found
 
-    def _verdict(self, a: int, b: int, fa: Features, fb: Features, shared: int) -> Duplicate | None:
-        """Judge a pair from the number of shingles it shares."""
+    def _verdict(
+        self, a: int, b: int, fa: Features, fb: Features, merged: Merged, small: int, big: int
+    ) -> Duplicate | None:
+        """Judge a pair from its merged shingles and the sizes of the two sets."""
+        shared = merged.shared
         if not shared:
             return None
-        small, big = sorted((len(fa.shingles), len(fb.shingles)))
         jaccard = shared / (small + big - shared)
         containment = shared / small
-        distance = None
-        if fa.fingerprint is not None and fb.fingerprint is not None:
-            distance = (fa.fingerprint ^ fb.fingerprint).bit_count()
         contained = containment >= self.partial and shared >= self.min_shared
         if contained and big >= 1.5 * small:  # one article inside a bigger page
             kind, similarity = "partial", containment
@@ -275,17 +362,22 @@ class Detector:
             kind, similarity = "partial", containment
         else:
             return None
+        distance = None
+        if fa.fingerprint is not None and fb.fingerprint is not None:
+            distance = (fa.fingerprint ^ fb.fingerprint).bit_count()
         # Shared passages say where a partial copy sits; a near copy shares (nearly) all of them,
         # which a side-by-side diff shows better, so they are left out there (and cost nothing).
-        passages = (
-            _shared(fa, fb, *_intersect(fa.shingles, fb.shingles)) if kind == "partial" else []
-        )
+        passages = _shared(fa, fb, merged) if kind == "partial" else []
         return Duplicate(a, b, kind, distance, round(similarity, 4), passages)
 
     def duplicates(self, features: list[Features]) -> list[Duplicate]:
         """Return every verified duplicate pair among the articles, each once, in order."""
-        found = []
-        pairs_ = self.candidates(features)  # sorted by a, then b
+        return self.verify(features, self.candidates(features))
+
+    def verify(self, features: list[Features], pairs_: np.ndarray) -> list[Duplicate]:
+        """Verify candidate pairs (a < b, sorted by a, as from `candidates`); return the
+        duplicates, in order."""
+        found: list[Duplicate] = []
         if not len(pairs_):
             return found
         starts = np.flatnonzero(np.diff(pairs_[:, 0], prepend=-1))
@@ -297,89 +389,101 @@ class Detector:
         return found
 
 
-def _codes_and_passages(normal: str, positions: bool = False) -> tuple[np.ndarray, ...]:
-    """Return the code points without separators, and the passage number of each (and, if
-    asked, where each sits in the text)."""
-    codes = np.frombuffer(normal.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    passage = np.cumsum(codes == _BREAK)
-    keep = (codes != _SEPARATORS[0]) & (codes != _SEPARATORS[1]) & (codes != _SEPARATORS[2])
-    where = np.flatnonzero(keep) if positions else None
-    codes, passage = codes[keep], passage[keep]
-    if not len(codes):
-        return (codes, passage, where) if positions else (codes, passage)
-    # Renumber passages 0.., joining each short one to the next.
-    starts = np.concatenate([[0], np.flatnonzero(passage[1:] != passage[:-1]) + 1])
-    sizes = np.diff(np.append(starts, len(codes)))
-    number, label, running = 0, np.empty(len(starts), dtype=np.int64), 0
-    for i, size in enumerate(sizes.tolist()):
-        label[i] = number
+def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:
+    """Return the code points without separators, and the length of each passage in them."""
+    kept = normal.replace(",", "").replace(" ", "")
+    # Lines, then passages: each short line joins the next, and a short tail the one before.
+    least = MIN_PASSAGE_GRAMS + GRAM - 1
+    lengths, running = [], 0
+    for size in map(len, kept.split("\n")):
         running += size
-        if running >= MIN_PASSAGE_GRAMS + GRAM - 1:
-            number, running = number + 1, 0
-    if running and number:  # a short tail joins the passage before it
-        label[label == number] = number - 1
-    passage = np.repeat(label, sizes)
-    return (codes, passage, where) if positions else (codes, passage)
+        if running >= least:
+            lengths.append(running)
+            running = 0
+    if running:
+        if lengths:
+            lengths[-1] += running
+        else:
+            lengths.append(running)
+    text = kept.replace("\n", "")
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32), lengths
 
 
-def _passage_keys(grams: np.ndarray, owner: np.ndarray, count: int) -> np.ndarray:
-    """Return each passage's key: the least hash among its shingles (a one-hash MinHash).
-
-    `owner` runs 0..count-1 in order; a passage without a shingle of its own (none: every
-    passage has at least MIN_PASSAGE_GRAMS characters) would get the next one's key."""
-    starts = np.searchsorted(owner, np.arange(count))
-    return np.minimum.reduceat(grams, starts)
-
-
-def _grams(codes: np.ndarray, passage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return the hash of every character 4-gram inside a passage, and its passage."""
-    if len(codes) < GRAM:
-        return np.empty(0, np.uint64), np.empty(0, np.int64)
-    c = codes.astype(np.uint64)
-    h = np.zeros(len(codes) - GRAM + 1, dtype=np.uint64)
-    for i in range(GRAM):
-        h ^= c[i : len(c) - GRAM + 1 + i] * _MIX[i]
-        h = (h << np.uint64(13)) | (h >> np.uint64(51))
-    h ^= h >> np.uint64(33)
-    h *= _MIX[1]
-    h ^= h >> np.uint64(29)
-    inside = passage[: len(h)] == passage[GRAM - 1 :]
-    return h[inside], passage[: len(h)][inside]
+def _gram_hashes(codes: np.ndarray, n: int) -> np.ndarray:
+    """Return the 64-bit hash of each of the first n character 4-grams of the code points."""
+    # A polynomial in the code points, mod 2**64, in place: the product's high bits mix all
+    # four (the high 32 bits of distinct grams collide as often as random numbers do).
+    h = codes[:n] * _PRIME
+    for i in range(1, GRAM):
+        h += codes[i : i + n]
+        h *= _PRIME
+    return h
 
 
-def _intersection_size(a: np.ndarray, b: np.ndarray) -> int:
-    """Return how many values two sorted distinct arrays share."""
-    # Sorting two sorted runs is one merge (numpy's stable sort finds the runs): faster here
-    # than a binary search of one array in the other.
-    both = np.concatenate((a, b))
+class Merged(NamedTuple):
+    """Two articles' shingles merged: how many they share, and where."""
+
+    shared: int
+    same: np.ndarray  # same[i]: the i-th and (i+1)-th merged values are one shingle
+    keyed: np.ndarray | None  # if merged with their passages: the merged (shingle, passage)
+
+
+def _merge(fa: Features, fb: Features, *, passages: bool) -> Merged:
+    """Merge two articles' sorted shingles, and with them their passages if asked. A stable
+    sort of two sorted runs is one merge: faster here than a binary search of one in the
+    other."""
+    if not passages:
+        both = np.concatenate((fa.shingles, fb.shingles))
+        both.sort(kind="stable")
+        same = both[1:] == both[:-1]
+        return Merged(int(np.count_nonzero(same)), same, None)
+    # (shingle, passage) as one 64-bit value, b's passages marked: a's entry of a shared
+    # shingle comes right before b's.
+    both = np.concatenate((fa.keyed, fb.keyed_marked))
     both.sort(kind="stable")
-    return int(np.count_nonzero(both[1:] == both[:-1]))
+    values = _words(both)[1::2]
+    same = values[1:] == values[:-1]
+    return Merged(int(np.count_nonzero(same)), same, both)
 
 
-def _intersect(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return where the values common to two sorted distinct arrays sit in a and in b."""
-    if len(a) > len(b):
-        in_b, in_a = _intersect(b, a)
-        return in_a, in_b
-    at = np.minimum(np.searchsorted(b, a), len(b) - 1)
-    hit = np.flatnonzero(b[at] == a)
-    return hit, at[hit]
+def _words(keyed: np.ndarray) -> np.ndarray:
+    """Return 64-bit values as 32-bit words, the low word of each first."""
+    return keyed.view("<u4") if _LITTLE else keyed.astype("<u8").view("<u4")
 
 
-def _shared(
-    fa: Features, fb: Features, in_a: np.ndarray, in_b: np.ndarray
-) -> list[tuple[int, int]]:
+def _shared(fa: Features, fb: Features, merged: Merged) -> list[tuple[int, int]]:
     """Return (passage of a, passage of b) pairs where most of a passage is in the other."""
-    pa = fa.passage_of[in_a].astype(np.int64)
-    pb = fb.passage_of[in_b].astype(np.int64)
-    # For each passage of the smaller side: is most of it in the other article, and where?
+    if merged.keyed is None:
+        merged = _merge(fa, fb, passages=True)
+    passages = _words(merged.keyed)[0::2]
+    at = merged.same.nonzero()[0]  # a's entry of a shared shingle; b's is next
+    in_a = passages[at]
+    in_b = passages[at + 1]
+    in_b &= np.uint32(_SIDE - 1)
+    # For each passage of the smaller side ("mine"): is most of it in the other article, and
+    # in which of the other's passages ("theirs")? Shared shingles counted per (mine, theirs),
+    # as mine * width + theirs.
     small_is_a = len(fa.shingles) <= len(fb.shingles)
-    mine, theirs = (pa, pb) if small_is_a else (pb, pa)
-    sizes = fa.passage_sizes if small_is_a else fb.passage_sizes
-    width = int(theirs.max()) + 1
-    together = np.bincount(mine * width + theirs, minlength=len(sizes) * width)
-    together = together.reshape(len(sizes), width)
-    shared = np.flatnonzero(together.sum(axis=1) * 2 >= np.maximum(sizes, 1))
-    best = together[shared].argmax(axis=1)
-    found = zip(shared.tolist(), best.tolist(), strict=True)
-    return sorted(found if small_is_a else ((b, a) for a, b in found))
+    mine, theirs = (fa, fb) if small_is_a else (fb, fa)
+    width = len(theirs.passage_keys)
+    rows = len(mine.passage_keys)
+    if small_is_a:
+        pair = np.multiply(in_a, width, dtype=np.int64) + in_b
+    else:
+        pair = np.multiply(in_b, width, dtype=np.int64) + in_a
+    if rows * width <= MAX_DENSE_PASSAGE_PAIRS:
+        together = np.bincount(pair, minlength=rows * width).reshape(rows, width)
+        shared = (np.add.reduce(together, axis=1) >= mine.half_passages).nonzero()[0]
+        best = together[shared].argmax(axis=1)
+    else:  # two pages of thousands of passages each: count the pairs that occur, sparsely
+        pair, count = np.unique(pair, return_counts=True)
+        row, column = pair // width, pair % width
+        total = np.bincount(row, weights=count, minlength=rows)
+        # Each passage's partner: most shared shingles, then the lowest number (as argmax).
+        order = np.lexsort((column, -count, row))
+        order = order[np.flatnonzero(np.diff(row[order], prepend=-1))]
+        order = order[total[row[order]] >= mine.half_passages[row[order]]]
+        shared, best = row[order], column[order]
+    if small_is_a:
+        return list(zip(shared.tolist(), best.tolist(), strict=True))
+    return sorted(zip(best.tolist(), shared.tolist(), strict=True))

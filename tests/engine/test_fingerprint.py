@@ -486,6 +486,20 @@ def test_recent_word_cache_reset_is_transparent(monkeypatch, fp, articles):
     assert [small.fingerprint(s) for s in sentences[:20]] == expected[:20]
 
 
+@pytest.mark.parametrize("text", [ARTICLE, "经济", "经济，经济，经济", "中国 的", "，。"])
+def test_words_already_seen_fingerprint_as_on_first_sight(text):
+    fresh = Fingerprinter()  # first sight: every word gets a slot; then they are looked up
+    first = fresh.fingerprint(text)
+    assert fresh.fingerprint(text) == first
+
+
+def test_one_distinct_word_weighs_by_its_count(fp):
+    idf = fp.weigher.idf("经济")
+    assert fp.fingerprint("经济，经济，经济") == Fingerprint(
+        simhash([("经济", 3 * idf)]), Status.OK, 3, fp.version
+    )
+
+
 TIED = [f"zq{a}{b}" for a in "abcdefghij" for b in "klmnopqrst"]  # 100 words unknown to IDF
 
 

@@ -4,11 +4,13 @@ normalise to the text of their original."""
 import re
 import unicodedata
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup.engine import Config, normalise
+from dedup.engine import text as text_module
 from dedup.engine.text import fold_traditional, strip_html
 
 DEFAULT = Config()
@@ -277,3 +279,101 @@ def test_whitespace_inside_chinese_never_survives(text, data):
     )
     spaced = "".join(char + gap for char, gap in zip(text, gaps, strict=False))
     assert normalise(spaced, DEFAULT) == text
+
+
+# --- the fast paths give what the plain steps give -----------------------------------------------
+
+CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Whitespace between Chinese characters, for any whitespace (as before folding, and in the spec).
+ANY_CJK_GAP = re.compile(
+    rf"(?:[^\S\n](?<=[{CJK}][^\S\n])[^\S\n]*\n?|\n(?<=[{CJK}]\n))[^\S\n]*(?=[{CJK}])"
+)
+
+
+def reference_normalise(text: str, config: Config) -> str:
+    """Normalise step by step, character by character: slow, plain and without shortcuts."""
+    table = text_module._fold_table(
+        config.nfkc, config.casefold, config.fold_traditional, config.fold_punctuation
+    )
+    size = text_module._TABLE_SIZE
+
+    def fold(text: str) -> str:
+        traditional = sum(char in text_module._t2s_table() for char in text)
+        if config.fold_traditional and traditional >= 2 and traditional * 100 >= len(text):
+            text = fold_traditional(text)
+        return "".join(
+            chr(table[ord(char)] & text_module._CODE) if ord(char) < size else char for char in text
+        )
+
+    if config.strip_html:
+        text = strip_html(text)
+    text = fold(text)
+    if config.nfkc:
+        text = fold(unicodedata.normalize("NFKC", text))
+    if config.casefold:
+        text = text.casefold()
+    if config.fold_punctuation:
+        text = ANY_CJK_GAP.sub("", text).strip(" \n,")
+    return text
+
+
+TRICKY = st.lists(
+    st.sampled_from(
+        [
+            *"中国人民發展這個軟體乾燥臺灣著 \n\t\u3000\r，。ab<>&;ABZ",
+            *"ßẞİΣσςŉǰΐﬁﬀﬆ\u0345\u0301\u00a8\ufdfa\u2160①ＡＢｶﾀ\U0001d400\U00020000😀\U00030000",
+            "<p>",
+            "</p>",
+            "&amp;",
+            "\n\n",
+            "Straße",
+        ]
+    ),
+    max_size=40,
+).map("".join)
+CONFIGS = [
+    DEFAULT,
+    DEFAULT.replace(nfkc=False),
+    DEFAULT.replace(casefold=False),
+    DEFAULT.replace(fold_traditional=False),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(TRICKY, st.sampled_from(CONFIGS))
+def test_normalise_equals_the_plain_steps(text, config):
+    assert normalise(text, config) == reference_normalise(text, config)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "這個軟體的資訊，頭髮和發展，乾燥的後院裡。" * 3,  # Traditional: phrase-level conversion
+        "項鍊",  # two Traditional characters are enough in a short text: 项链, not 项炼
+        "STRASSE Straße ﬁnance İstanbul ΣΊΣΥΦΟΣ",  # folds longer than one character
+        "中国\U00030000人民 \U0001d400BC",  # beyond the table
+        "新华社北京\n一月一日电\n\n第二段 第三段",
+        "",
+    ],
+)
+def test_normalise_equals_the_plain_steps_on_examples(text):
+    for config in CONFIGS:
+        assert normalise(text, config) == reference_normalise(text, config)
+
+
+def test_fold_table_leaves_no_whitespace_but_space_and_line_break():
+    # The gap patterns rely on it: folded text has no other whitespace.
+    others = [code for code in range(0x110000) if chr(code).isspace() and code not in (10, 32)]
+    for config in (DEFAULT, DEFAULT.replace(nfkc=False, casefold=False, fold_traditional=False)):
+        table = text_module._fold_table(config.nfkc, config.casefold, config.fold_traditional, True)
+        folded = table[: text_module._TABLE_SIZE] & text_module._CODE
+        assert not np.isin(folded, others).any()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="中国人民新闻ab1, \n", max_size=40))
+def test_gap_patterns_remove_what_the_any_whitespace_pattern_removes(text):
+    expected = ANY_CJK_GAP.sub("", text)
+    assert text_module._CJK_GAP.sub("", text) == expected
+    if " " not in text:
+        assert text_module._CJK_LINE_BREAK.sub("", text) == expected

@@ -1,0 +1,147 @@
+"""Features of one article, against a plain reference; packing; shared passages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dedup.engine.verify as verify
+from dedup.engine.verify import Detector, Features
+from tests.texts import ARTICLE, FILLER, OTHER
+
+
+@pytest.fixture(scope="module")
+def detector() -> Detector:
+    return Detector()
+
+
+def reference(detector: Detector, text: str) -> dict:
+    """Features the slow, obvious way: every 4-gram of each passage, hashed in Python."""
+    mask = (1 << 64) - 1
+    prime = int(verify._PRIME)
+    shingles: dict[int, int] = {}  # shingle -> first passage
+    keys = []
+    for number, passage in enumerate(detector.passages(text)):
+        chars = [ord(c) for c in passage if c not in ", \n"]
+        hashes = []
+        for i in range(len(chars) - verify.GRAM + 1):
+            h = 0
+            for c in chars[i : i + verify.GRAM]:
+                h = ((h + c) * prime) & mask
+            hashes.append(h)
+            shingles.setdefault(h >> 32, number)
+        if hashes:
+            keys.append(min(hashes))
+    ordered = sorted(shingles)
+    return {
+        "shingles": ordered,
+        "passage_of": [shingles[s] for s in ordered],
+        "passage_keys": keys,
+    }
+
+
+CHARACTERS = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动"
+SENTENCE = st.text(alphabet=CHARACTERS, min_size=1, max_size=40)
+MARK = st.sampled_from(["。", "，", "！", "\n", " ", "；", "?"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(SENTENCE, MARK), max_size=12))
+def test_features_equal_the_plain_reference(detector, parts):
+    text = "".join(s + m for s, m in parts)
+    features = detector.features(text)
+    expected = reference(detector, text)
+    assert features.shingles.dtype == np.uint32
+    assert features.shingles.tolist() == expected["shingles"]
+    assert features.passage_of.tolist() == expected["passage_of"]
+    assert features.passage_keys.tolist() == expected["passage_keys"]
+    sizes = np.bincount(expected["passage_of"], minlength=len(expected["passage_keys"]))
+    assert features.passage_sizes.tolist() == sizes.tolist()
+
+
+@pytest.mark.parametrize("text", [ARTICLE, OTHER + FILLER, "短文。", "一二三四", "一二三"])
+def test_features_of_real_texts_equal_the_reference(detector, text):
+    features = detector.features(text)
+    expected = reference(detector, text)
+    assert features.shingles.tolist() == expected["shingles"]
+    assert features.passage_of.tolist() == expected["passage_of"]
+    assert features.passage_keys.tolist() == expected["passage_keys"]
+
+
+def test_a_repeated_sentence_belongs_to_the_first_passage_it_occurs_in(detector):
+    first = "他指出我国经济保持了持续快速健康发展的良好势头。"
+    features = detector.features(first + "农业获得丰收粮食总产量再创历史新高。" + first)
+    assert len(features.passage_keys) == 3
+    assert features.passage_keys[0] == features.passage_keys[2]
+    assert features.passage_sizes[2] == 0  # nothing of its own: all seen in passage 0
+
+
+def test_packed_features_take_six_bytes_a_shingle_and_eight_a_passage(detector):
+    features = detector.features(ARTICLE)
+    header = verify._FEATURES_HEADER.size
+    size = header + 6 * len(features.shingles) + 8 * len(features.passage_keys)
+    assert len(features.to_bytes()) == size
+    assert features.passage_keys.view(np.int64).dtype == np.int64  # stored as bigint
+
+
+def test_more_passages_than_two_bytes_count_round_trip():
+    passages = 70_000
+    features = Features(
+        fingerprint=None,
+        length=10 * passages,
+        shingles=np.arange(passages, dtype=np.uint32) * 7,
+        passage_of=np.arange(passages, dtype=np.uint32),
+        passage_keys=np.arange(passages, dtype=np.uint64) << np.uint64(40),
+        passage_sizes=np.ones(passages, dtype=np.intp),
+    )
+    back = Features.from_bytes(features.to_bytes())
+    assert back.fingerprint is None
+    for name in ("shingles", "passage_of", "passage_keys", "passage_sizes"):
+        assert (getattr(back, name) == getattr(features, name)).all(), name
+
+
+def test_features_of_the_first_format_are_refused_with_a_clear_error():
+    old = b"DDF\x00\x01" + bytes(40)
+    with pytest.raises(ValueError, match=r"format 1.*recompute"):
+        Features.from_bytes(old)
+
+
+def test_shared_passages_are_the_same_counted_densely_or_sparsely(monkeypatch, detector):
+    sentences = [s + "。" for s in ARTICLE.split("。") if s]
+    page = FILLER + "".join(sentences[1:4]) + OTHER + ARTICLE
+    fa, fb = detector.features(ARTICLE), detector.features(page)
+
+    def shared(fa, fb):
+        return verify._shared(fa, fb, verify._merge(fa, fb, passages=True))
+
+    dense = shared(fa, fb)
+    monkeypatch.setattr(verify, "MAX_DENSE_PASSAGE_PAIRS", 0)
+    assert shared(fa, fb) == dense
+    assert shared(fb, fa) == sorted((b, a) for a, b in dense)
+    assert {a for a, _ in dense} == set(range(len(detector.passages(ARTICLE))))
+
+
+def test_partial_copy_of_about_the_same_size_lists_its_shared_passages(detector):
+    sentences = [s + "。" for s in ARTICLE.split("。") if s]
+    other = [s + "。" for s in OTHER.split("。") if s]
+    copy = "".join(sentences[:3] + other)  # three of five sentences, then a stranger's four
+    fa, fb = detector.features(ARTICLE), detector.features(copy)
+    assert len(fb.shingles) < 1.5 * len(fa.shingles)  # not "inside a bigger page"
+    verdict = detector.judge(0, 1, fa, fb)
+    assert verdict is not None and verdict.kind == "partial"
+    assert [a for a, _ in verdict.shared_passages] == [0, 1, 2]
+    assert [b for _, b in verdict.shared_passages] == [0, 1, 2]
+
+
+def test_candidates_whose_bound_is_too_low_are_not_merged(monkeypatch, detector):
+    calls = []
+    merge = verify._merge
+    monkeypatch.setattr(verify, "_merge", lambda *a, **k: calls.append(1) or merge(*a, **k))
+    footer = "版权所有，未经许可不得转载本网站任何内容，违者必究，本站保留一切法律权利。"
+    page, other = detector.features(FILLER + footer), detector.features(OTHER + footer)
+    assert detector.judge(0, 1, page, other) is None
+    assert calls == []
+    assert detector.judge(0, 1, page, page) is not None
+    assert calls == [1]

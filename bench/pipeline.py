@@ -700,8 +700,9 @@ def main() -> None:
     again = engine_alone(texts, detector)
     print(f"  {again['rate']:,.0f} articles/s (before: {engine['rate']:,.0f})", flush=True)
     del texts
+    rates = sorted((engine["rate"], again["rate"]))
     engine = max(engine, again, key=lambda run: run["rate"])
-    engine["rates"] = sorted((engine["rate"], again["rate"]))
+    engine["rates"] = rates
     health, problems = pipeline_checks(pipe["upload"], len(rows), kinds)
     sizes = table_sizes()
     tasks = task_times(log)

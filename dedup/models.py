@@ -205,7 +205,11 @@ class SegmentRow(models.Model):
     table_no = models.SmallIntegerField()
     key = models.BigIntegerField()
     fingerprint = models.BigIntegerField()  # signed
-    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="segment_rows")
+    # Derived rows, written by the million: no foreign-key check per row in the database
+    # (Django still deletes them with their article).
+    article = models.ForeignKey(
+        Article, on_delete=models.CASCADE, related_name="segment_rows", db_constraint=False
+    )
 
     class Meta:
         # Covering (PostgreSQL): a lookup reads the index alone.
@@ -225,7 +229,11 @@ class PassageKey(models.Model):
     version = models.CharField(max_length=120)
     key = models.BigIntegerField()  # signed
     passage_no = models.PositiveIntegerField()
-    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="passage_keys")
+    # Derived rows, written by the million: no foreign-key check per row in the database
+    # (Django still deletes them with their article).
+    article = models.ForeignKey(
+        Article, on_delete=models.CASCADE, related_name="passage_keys", db_constraint=False
+    )
 
     class Meta:
         # The owners of a key come in article order (PostgreSQL): a look-up can stop after
@@ -287,6 +295,8 @@ class UploadBatch(models.Model):
     total_rows = models.PositiveIntegerField(default=0)
     accepted = models.PositiveIntegerField(default=0)
     rejected = models.PositiveIntegerField(default=0)
+    # Articles finished (done, exact copy or failed), counted as each one finishes.
+    processed = models.PositiveIntegerField(default=0, editable=False)
     errors = models.JSONField(default=list, blank=True)  # [{"row": n, "message": "..."}]
     message = models.TextField(blank=True)  # why the whole file failed, if it did
 

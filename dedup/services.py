@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 
@@ -275,57 +276,61 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     _exact_in_flight(rows)
     # In pair order: two workers inserting the same pairs wait for each other, never deadlock.
     rows.sort(key=lambda row: (row.a_id, row.b_id))
+    upload_of = {article.id: article.upload_id for article in articles if article.upload_id}
     with transaction.atomic():
         Match.objects.bulk_create(rows, ignore_conflicts=True)
-        now = timezone.now()
-        _articles_finish(done, exact, now)
-        processing = Article.objects.filter(status=ArticleStatus.PROCESSING)
-        for article_id, message in failed.items():
-            processing.filter(id=article_id).update(
-                status=ArticleStatus.FAILED, status_message=message, processed_at=now
-            )
-    uploads = {article.upload_id for article in articles if article.upload_id}
-    for upload_id in sorted(uploads):
+        finished = _articles_finish(done, exact, failed, timezone.now())
+        per_upload = Counter(upload_of[i] for i in finished if i in upload_of)
+        for upload_id, count in sorted(per_upload.items()):
+            UploadBatch.objects.filter(id=upload_id).update(processed=F("processed") + count)
+    for upload_id in sorted(per_upload):
         _upload_finish_if_processed(upload_id)
     clock.lap("write")
     logger.info("articles_process: %d articles, %s", len(claimed), clock)
 
 
-def _articles_finish(done: list[int], exact: dict[int, int], now: datetime) -> None:
-    """Mark processed articles done, and exact copies exact (of their original)."""
-    rows = [(article_id, None) for article_id in done] + sorted(exact.items())
+def _articles_finish(
+    done: list[int], exact: dict[int, int], failed: dict[int, str], now: datetime
+) -> list[int]:
+    """Mark processed articles done, exact copies exact (of their original) and failures
+    failed; return the ids finished now. Only an article still processing is finished, so
+    each is finished (and counted on its upload) once."""
+    rows = (
+        [(article_id, None, ArticleStatus.DONE, "") for article_id in done]
+        + [(a, original, ArticleStatus.EXACT, "") for a, original in sorted(exact.items())]
+        + [(a, None, ArticleStatus.FAILED, message) for a, message in sorted(failed.items())]
+    )
     if not rows:
-        return
+        return []
     if connection.vendor != "postgresql":
+        finished = []
         processing = Article.objects.filter(status=ArticleStatus.PROCESSING)
-        processing.filter(id__in=done).update(
-            status=ArticleStatus.DONE, status_message="", processed_at=now
-        )
-        for article_id, original in exact.items():
-            processing.filter(id=article_id).update(
-                status=ArticleStatus.EXACT, exact_of_id=original, status_message="",
-                processed_at=now,
-            )  # fmt: skip
-        return
+        for article_id, original, status, message in rows:
+            changed = processing.filter(id=article_id).update(
+                status=status, exact_of_id=original, status_message=message, processed_at=now
+            )
+            if changed:
+                finished.append(article_id)
+        return finished
     # The chunk's ids drive the join: a filter on status could make the planner read the
     # status index, whose statistics lag behind an upload's hundred thousand pending rows.
     with pg_cursor() as cursor:
         cursor.execute(
             """
             WITH chunk AS MATERIALIZED (
-                SELECT * FROM unnest(%s::bigint[], %s::bigint[]) AS c(id, original)
+                SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[])
+                    AS c(id, original, status, message)
             )
             UPDATE dedup_article a
-            SET status = CASE WHEN chunk.original IS NULL THEN %s ELSE %s END,
-                exact_of_id = chunk.original, status_message = '', processed_at = %s
+            SET status = chunk.status, exact_of_id = chunk.original,
+                status_message = chunk.message, processed_at = %s
             FROM chunk
             WHERE a.id = chunk.id AND a.status = %s
+            RETURNING a.id
             """,
-            [
-                *columns(rows), ArticleStatus.DONE, ArticleStatus.EXACT, now,
-                ArticleStatus.PROCESSING,
-            ],
-        )  # fmt: skip
+            [*columns(rows), now, ArticleStatus.PROCESSING],
+        )
+        return [article_id for (article_id,) in cursor.fetchall()]
 
 
 class _Clock:
@@ -425,13 +430,27 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
     """Return {article: the earliest article with the same text} for the exact copies among
     these (in id order): of a text twice in the chunk, the first is processed, the rest copy it."""
     first: dict[str, int] = {}
-    earlier = (
-        Article.objects.filter(
-            content_hash__in={a.content_hash for a in articles}, status=ArticleStatus.DONE
+    hashes = sorted({a.content_hash for a in articles})
+    if connection.vendor == "postgresql":
+        # The chunk's hashes drive the join (see _articles_finish: the status index misleads).
+        with pg_cursor() as cursor:
+            cursor.execute(
+                """
+                WITH chunk AS MATERIALIZED (SELECT unnest(%s::text[]) AS hash)
+                SELECT a.content_hash, min(a.id)
+                FROM chunk JOIN dedup_article a ON a.content_hash = chunk.hash
+                WHERE a.status = %s
+                GROUP BY a.content_hash
+                """,
+                [hashes, ArticleStatus.DONE],
+            )
+            earlier = cursor.fetchall()
+    else:
+        earlier = (
+            Article.objects.filter(content_hash__in=hashes, status=ArticleStatus.DONE)
+            .order_by("id")
+            .values_list("content_hash", "id")
         )
-        .order_by("id")
-        .values_list("content_hash", "id")
-    )
     for content_hash, article_id in earlier:
         first.setdefault(content_hash, article_id)
     copies = {}
@@ -474,9 +493,14 @@ def _matches_find(
 
 
 def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
-    """Send again the articles waiting or processing for too long; return how many."""
+    """Send again the articles waiting or processing for too long; return how many. Uploads
+    whose articles are all finished (some perhaps deleted meanwhile) are marked done."""
     if older_than_seconds is None:
         older_than_seconds = django_settings.DEDUP_STUCK_AFTER_SECONDS
+    for upload_id in UploadBatch.objects.filter(state=UploadState.PROCESSING).values_list(
+        "id", flat=True
+    ):
+        _upload_finish_if_processed(upload_id, recount=True)
     now = timezone.now()
     cutoff = now - timedelta(seconds=older_than_seconds)
     # claimed_at of a pending article records when it was last sent again, so that a long
@@ -665,12 +689,17 @@ def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
     return batch
 
 
-def _upload_finish_if_processed(upload_id: int) -> None:
-    busy = (ArticleStatus.PENDING, ArticleStatus.PROCESSING)
-    if not Article.objects.filter(upload_id=upload_id, status__in=busy).exists():
-        UploadBatch.objects.filter(id=upload_id, state=UploadState.PROCESSING).update(
-            state=UploadState.DONE, finished_at=timezone.now()
-        )
+def _upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> None:
+    """Mark an upload done once all its articles are finished: by its counter, or (recount)
+    by looking for an article still waiting, which also catches articles deleted meanwhile."""
+    processing = UploadBatch.objects.filter(id=upload_id, state=UploadState.PROCESSING)
+    if recount:
+        busy = (ArticleStatus.PENDING, ArticleStatus.PROCESSING)
+        if Article.objects.filter(upload_id=upload_id, status__in=busy).exists():
+            return
+    else:
+        processing = processing.filter(processed__gte=F("accepted"))
+    processing.update(state=UploadState.DONE, finished_at=timezone.now())
 
 
 # --- settings and rebuilds ------------------------------------------------------------------

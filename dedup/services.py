@@ -59,6 +59,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
 MAX_UPLOAD_ERRORS = 100  # per-row errors kept on an upload; the counts stay exact
 _LIMITS = {"title": 500, "source": 200, "url": 2000, "external_id": 500}
 
@@ -432,19 +433,16 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
     first: dict[str, int] = {}
     hashes = sorted({a.content_hash for a in articles})
     if connection.vendor == "postgresql":
-        # The chunk's hashes drive the join (see _articles_finish: the status index misleads).
+        # By hash alone, the status checked here: with a status condition the planner may
+        # combine in the status index, which reads every article done (its statistics lag
+        # behind a big upload).
         with pg_cursor() as cursor:
             cursor.execute(
-                """
-                WITH chunk AS MATERIALIZED (SELECT unnest(%s::text[]) AS hash)
-                SELECT a.content_hash, min(a.id)
-                FROM chunk JOIN dedup_article a ON a.content_hash = chunk.hash
-                WHERE a.status = %s
-                GROUP BY a.content_hash
-                """,
-                [hashes, ArticleStatus.DONE],
+                "SELECT content_hash, id, status FROM dedup_article"
+                " WHERE content_hash = ANY(%s::text[]) ORDER BY id",
+                [hashes],
             )
-            earlier = cursor.fetchall()
+            earlier = [(h, i) for h, i, status in cursor.fetchall() if status == ArticleStatus.DONE]
     else:
         earlier = (
             Article.objects.filter(content_hash__in=hashes, status=ArticleStatus.DONE)
@@ -676,6 +674,11 @@ def upload_process(*, upload_id: int) -> UploadBatch:
             batch, f"none of the {total} rows could be read (first: {first}); {SUPPORTED}"
         )
     UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PROCESSING)
+    if connection.vendor == "postgresql" and accepted >= ANALYZE_AFTER_ROWS:
+        # The planner's statistics of the article table are now far off; autovacuum would
+        # fix them within minutes, while the workers are busy with these very articles.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE dedup_article")
     _upload_finish_if_processed(upload_id)
     batch.refresh_from_db()
     return batch

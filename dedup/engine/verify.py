@@ -8,14 +8,17 @@ old article is never tokenised again:
   about two Chinese words each, so they work for short texts and any script alike; 32 bits
   each (two articles of 2,000 shingles share one by chance about once in a thousand pairs),
   which halves what verification reads and what is stored;
-- a *passage key* per passage: the least hash among its shingles (a one-hash MinHash), equal
-  for two copies of a passage, and for two edited copies as often as their shingles overlap.
+- a *passage key* per passage: the least 64-bit hash among its grams (a one-hash MinHash),
+  equal for two copies of a passage, and for two edited copies as often as their shingles
+  overlap.
 
 Candidate pairs come from the segment index twice: article fingerprints within `k_article`,
 and equal passage keys (a repost inside a bigger page keeps its passages even when the page's
-fingerprint drifts far). Each candidate is then verified on the shingle sets: *near* when
-their Jaccard similarity reaches `near`, *partial* when a large share of the smaller one is
-contained in the other (`partial`); the shared passages say where.
+fingerprint drifts far). A candidate whose bound of shared shingles (from a small bitset per
+article) rules both verdicts out stops there; the others are verified on the shingle sets, by
+merging the two sorted arrays: *near* when their Jaccard similarity reaches `near`, *partial*
+when a large share of the smaller one is contained in the other (`partial`); the shared
+passages say where.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ _FEATURES_MAGIC = b"DDF\x00"
 _FEATURES_FORMAT = 2
 _FEATURES_HEADER = struct.Struct("<4sBBQQII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
-# The gram hash's multiplier (see _grams).
+# The gram hash's multipliers (see _gram_hashes).
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 _PRIME_2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _ACROSS = np.uint32(0xFFFFFFFF)  # the passage of a gram across a passage boundary
@@ -328,19 +331,19 @@ class Detector:
         both &= fa.buckets
         bounds = np.add.reduce(np.bitwise_count(both), axis=1).tolist()
         found = []
-        x = fa.shingles
+        x, near, partial, min_shared = fa.shingles, self.near, self.partial, self.min_shared
         for (b, fb), bound in zip(others, bounds, strict=True):
             y = fb.shingles
             small, big = (len(x), len(y)) if len(x) <= len(y) else (len(y), len(x))
-            need = max(self.min_shared, self.partial * small)  # for a partial copy
-            if small >= self.near * big:  # a Jaccard of `near` is within reach
-                need = min(need, self.near * (small + big) / (1 + self.near))
+            need = max(min_shared, partial * small)  # for a partial copy
+            if small >= near * big:  # a Jaccard of `near` is within reach
+                need = min(need, near * (small + big) / (1 + near))
             if bound + min(fa.hidden, fb.hidden) < need * (1 - 1e-9):  # margin: float rounding
                 continue
             # Sorting two sorted runs is one merge (numpy's stable sort finds the runs): faster
             # here than a binary search of one in the other. One article inside a bigger page
             # is the likely partial copy: then the passages are merged along.
-            inside = big >= 1.5 * small and small >= self.min_shared
+            inside = big >= 1.5 * small and small >= min_shared
             if inside:
                 merged = _merge_passages(fa, fb)
                 shared = merged.shared
@@ -352,10 +355,10 @@ class Detector:
                 continue
             jaccard = shared / (small + big - shared)
             containment = shared / small
-            contained = containment >= self.partial and shared >= self.min_shared
-            if contained and big >= 1.5 * small:  # one article inside a bigger page
+            contained = containment >= partial and shared >= min_shared
+            if contained and inside:  # one article inside a bigger page
                 kind, similarity = "partial", containment
-            elif jaccard >= self.near:
+            elif jaccard >= near:
                 kind, similarity = "near", jaccard
             elif contained:
                 kind, similarity = "partial", containment
@@ -397,7 +400,7 @@ def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:
     # Lines, then passages: each short line joins the next, and a short tail the one before.
     least = MIN_PASSAGE_GRAMS + GRAM - 1
     lengths, running = [], 0
-    for size in map(len, kept.split("\n")):
+    for size in filter(None, map(len, kept.split("\n"))):  # empty lines go at C speed
         running += size
         if running >= least:
             lengths.append(running)

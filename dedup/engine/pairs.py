@@ -75,7 +75,7 @@ def pairs(
     members = np.argsort(inverse, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     a1, b1, which = _products(starts[ra], counts[ra], starts[rb], counts[rb])
-    a2, b2 = _combinations(starts, counts)
+    a2, b2 = pairs_within_runs(starts, counts)
     a = np.concatenate([members[a1], members[a2]])
     b = np.concatenate([members[b1], members[b2]])
     d = np.concatenate([rd[which], np.zeros(len(a2), np.uint8)])
@@ -146,8 +146,9 @@ def _products(start_a, count_a, start_b, count_b) -> tuple[np.ndarray, ...]:
     return i, j, which
 
 
-def _combinations(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return all (i, j), i < j, within each run."""
+def pairs_within_runs(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return all (i, j), i < j, within each run (the runs of counts[r] positions from
+    starts[r])."""
     runs = np.flatnonzero(counts > 1)
     if not len(runs):
         empty = np.empty(0, np.int64)

@@ -8,14 +8,17 @@ old article is never tokenised again:
   about two Chinese words each, so they work for short texts and any script alike; 32 bits
   each (two articles of 2,000 shingles share one by chance about once in a thousand pairs),
   which halves what verification reads and what is stored;
-- a *passage key* per passage: the least hash among its shingles (a one-hash MinHash), equal
-  for two copies of a passage, and for two edited copies as often as their shingles overlap.
+- a *passage key* per passage: the least 64-bit hash among its grams (a one-hash MinHash),
+  equal for two copies of a passage, and for two edited copies as often as their shingles
+  overlap.
 
 Candidate pairs come from the segment index twice: article fingerprints within `k_article`,
 and equal passage keys (a repost inside a bigger page keeps its passages even when the page's
-fingerprint drifts far). Each candidate is then verified on the shingle sets: *near* when
-their Jaccard similarity reaches `near`, *partial* when a large share of the smaller one is
-contained in the other (`partial`); the shared passages say where.
+fingerprint drifts far). A candidate whose bound of shared shingles (from a small bitset per
+article) rules both verdicts out stops there; the others are verified on the shingle sets, by
+merging the two sorted arrays: *near* when their Jaccard similarity reaches `near`, *partial*
+when a large share of the smaller one is contained in the other (`partial`); the shared
+passages say where.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 
 from dedup.engine.config import Config
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
-from dedup.engine.pairs import pairs
+from dedup.engine.pairs import pairs, pairs_within_runs
 from dedup.engine.text import junk_share, normalise, strip_html
 
 # Sentence ends get a blank line after them before normalising: normalised text keeps blank
@@ -46,8 +49,8 @@ MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # to find candidates, so that one template cannot make every page a candidate of every other.
 MAX_PASSAGE_OWNERS = 20
 # Shingles fall in 2**BUCKET_BITS buckets by their high bits, for a quick bound of how many two
-# articles share (see judge_many): a bitset of 4 KB per article.
-BUCKET_BITS = 15
+# articles share (see judge_many): a bitset of 2 KB per article.
+BUCKET_BITS = 14
 # Shared passages are counted in a (passages of one) x (passages of the other) matrix up to
 # this size, sparsely beyond (pages of thousands of passages each).
 MAX_DENSE_PASSAGE_PAIRS = 1 << 20
@@ -58,13 +61,13 @@ _FEATURES_MAGIC = b"DDF\x00"
 _FEATURES_FORMAT = 2
 _FEATURES_HEADER = struct.Struct("<4sBBQQII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
-# The gram hash's multiplier (see _grams).
+# The gram hash's multipliers (see _gram_hashes).
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
-_HIGH_HALF = np.uint64(0xFFFFFFFF00000000)
-_NONE = np.uint64(0xFFFFFFFFFFFFFFFF)
-_OWNERS = np.arange(1 << 12, dtype=np.uint64)  # passage numbers, made once
+_PRIME_2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_ACROSS = np.uint32(0xFFFFFFFF)  # the passage of a gram across a passage boundary
 _LITTLE = sys.byteorder == "little"
 _SIDE = np.uint64(1 << 31)  # marks a passage number as the second article's
+_UNMARK = np.uint32((1 << 31) - 1)
 
 
 @dataclass(frozen=True)
@@ -248,30 +251,29 @@ class Detector:
         # Few numpy calls, each on the whole article: between two articles' word cuts the
         # CPU caches are cold, and there a call costs more than its elements.
         grams = _gram_hashes(codes, n)
-        # Grams across a passage boundary get the largest value: never a passage's least, and
-        # sorted last, where they are cut off.
-        across, starts, end = [], [], 0
+        if not _LITTLE:
+            grams = grams.astype("<u8")
+        # Each passage's grams, then the (GRAM - 1) grams across its end into the next one.
+        runs, starts, end = [], [], 0
         for length in lengths:
-            starts.append(end)
+            starts += (end, end + length - GRAM + 1)
+            runs += (length - GRAM + 1, GRAM - 1)
             end += length
-            across += range(end - GRAM + 1, end)
-        del across[-(GRAM - 1) :]  # the text's end is no boundary
-        grams[across] = _NONE
-        keys = np.minimum.reduceat(grams, starts)
+        del starts[-1], runs[-1]  # the text's end is no boundary
+        keys = np.minimum.reduceat(grams, starts)[::2]
         # One sort of (shingle: the high half of the hash, passage): each distinct shingle's
-        # first entry then has the first passage it occurs in.
-        grams &= _HIGH_HALF
+        # first entry then has the first passage it occurs in. Grams across a boundary get
+        # passage _ACROSS, and go.
         count = len(lengths)
-        owners = _OWNERS[:count] if count <= len(_OWNERS) else np.arange(count, dtype=np.uint64)
-        grams |= np.repeat(owners, lengths)[:n]
-        grams[across] = _NONE
+        owners = _OWNERS[: 2 * count - 1] if count <= _MAX_OWNED else _owners(count)
+        words = grams.view("<u4")
+        words[0::2] = np.repeat(owners, runs)
         grams.sort()
-        words = grams.view("<u4") if _LITTLE else grams.astype("<u8").view("<u4")
-        real = n - len(across)
-        values, passages = words[1 : 2 * real : 2], words[0 : 2 * real : 2]
-        first = np.empty(real, dtype=bool)
+        values, passages = words[1::2], words[0::2]
+        first = np.empty(n, dtype=bool)
         first[0] = True
         np.not_equal(values[1:], values[:-1], out=first[1:])
+        first &= passages != _ACROSS
         passage_of = passages[first]
         return fp, Features(
             fingerprint=fp.value,
@@ -292,16 +294,18 @@ class Detector:
             values = np.array([features[i].fingerprint for i in with_fp], dtype=np.uint64)
             near = pairs(values, self.k_article)
             found.append(np.stack([with_fp[near.a], with_fp[near.b]], axis=1))
-        owners = np.concatenate(
-            [np.full(len(f.passage_keys), i) for i, f in enumerate(features)] or [[]]
-        ).astype(np.int64)
-        if len(owners) > 1:
-            values = np.concatenate([f.passage_keys for f in features])
-            # Boilerplate: a passage fingerprint in many articles finds nothing worth finding.
-            _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
-            keep = np.flatnonzero(counts[inverse] <= MAX_PASSAGE_OWNERS)
-            near = pairs(values[keep], 0)
-            a, b = owners[keep][near.a], owners[keep][near.b]
+        values = np.concatenate([f.passage_keys for f in features] or [[]]).astype(np.uint64)
+        if len(values) > 1:
+            owners = np.repeat(np.arange(len(features)), [len(f.passage_keys) for f in features])
+            # Articles holding one passage key: runs of it, once sorted. A key in many
+            # articles is boilerplate (a menu, a footer) and finds nothing worth finding.
+            order = np.argsort(values, kind="stable")
+            values = values[order]
+            starts = np.flatnonzero(np.diff(values, prepend=~values[:1]))
+            counts = np.diff(starts, append=len(values))
+            useful = (counts > 1) & (counts <= MAX_PASSAGE_OWNERS)
+            i, j = pairs_within_runs(starts[useful], counts[useful])
+            a, b = owners[order[i]], owners[order[j]]
             other = a != b
             found.append(np.stack([np.minimum(a, b)[other], np.maximum(a, b)[other]], axis=1))
         both = np.concatenate(found)
@@ -327,48 +331,49 @@ class Detector:
         both &= fa.buckets
         bounds = np.add.reduce(np.bitwise_count(both), axis=1).tolist()
         found = []
-        x = fa.shingles
+        x, near, partial, min_shared = fa.shingles, self.near, self.partial, self.min_shared
         for (b, fb), bound in zip(others, bounds, strict=True):
             y = fb.shingles
             small, big = (len(x), len(y)) if len(x) <= len(y) else (len(y), len(x))
-            need = max(self.min_shared, self.partial * small)  # for a partial copy
-            if small >= self.near * big:  # a Jaccard of `near` is within reach
-                need = min(need, self.near * (small + big) / (1 + self.near))
+            need = max(min_shared, partial * small)  # for a partial copy
+            if small >= near * big:  # a Jaccard of `near` is within reach
+                need = min(need, near * (small + big) / (1 + near))
             if bound + min(fa.hidden, fb.hidden) < need * (1 - 1e-9):  # margin: float rounding
                 continue
-            # One article inside a bigger page is the likely partial copy: then keep where each
-            # shingle came from, for the shared passages.
-            merged = _merge(fa, fb, passages=big >= 1.5 * small and small >= self.min_shared)
-            verdict = self._verdict(a, b, fa, fb, merged, small, big)
-            if verdict is not None:
-                found.append(verdict)
+            # Sorting two sorted runs is one merge (numpy's stable sort finds the runs): faster
+            # here than a binary search of one in the other. One article inside a bigger page
+            # is the likely partial copy: then the passages are merged along.
+            inside = big >= 1.5 * small and small >= min_shared
+            if inside:
+                merged = _merge_passages(fa, fb)
+                shared = merged.shared
+            else:
+                both = np.concatenate((x, y))
+                both.sort(kind="stable")
+                shared = int(np.count_nonzero(both[1:] == both[:-1]))
+            if not shared:
+                continue
+            jaccard = shared / (small + big - shared)
+            containment = shared / small
+            contained = containment >= partial and shared >= min_shared
+            if contained and inside:  # one article inside a bigger page
+                kind, similarity = "partial", containment
+            elif jaccard >= near:
+                kind, similarity = "near", jaccard
+            elif contained:
+                kind, similarity = "partial", containment
+            else:
+                continue
+            distance = None
+            if fa.fingerprint is not None and fb.fingerprint is not None:
+                distance = (fa.fingerprint ^ fb.fingerprint).bit_count()
+            # Shared passages say where a partial copy sits; a near copy shares (nearly) all
+            # of them, which a side-by-side diff shows better, so they are left out there.
+            passages = []
+            if kind == "partial":
+                passages = _shared(fa, fb, merged if inside else _merge_passages(fa, fb))
+            found.append(Duplicate(a, b, kind, distance, round(similarity, 4), passages))
         return found
-
-    def _verdict(
-        self, a: int, b: int, fa: Features, fb: Features, merged: Merged, small: int, big: int
-    ) -> Duplicate | None:
-        """Judge a pair from its merged shingles and the sizes of the two sets."""
-        shared = merged.shared
-        if not shared:
-            return None
-        jaccard = shared / (small + big - shared)
-        containment = shared / small
-        contained = containment >= self.partial and shared >= self.min_shared
-        if contained and big >= 1.5 * small:  # one article inside a bigger page
-            kind, similarity = "partial", containment
-        elif jaccard >= self.near:
-            kind, similarity = "near", jaccard
-        elif contained:
-            kind, similarity = "partial", containment
-        else:
-            return None
-        distance = None
-        if fa.fingerprint is not None and fb.fingerprint is not None:
-            distance = (fa.fingerprint ^ fb.fingerprint).bit_count()
-        # Shared passages say where a partial copy sits; a near copy shares (nearly) all of them,
-        # which a side-by-side diff shows better, so they are left out there (and cost nothing).
-        passages = _shared(fa, fb, merged) if kind == "partial" else []
-        return Duplicate(a, b, kind, distance, round(similarity, 4), passages)
 
     def duplicates(self, features: list[Features]) -> list[Duplicate]:
         """Return every verified duplicate pair among the articles, each once, in order."""
@@ -395,7 +400,7 @@ def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:
     # Lines, then passages: each short line joins the next, and a short tail the one before.
     least = MIN_PASSAGE_GRAMS + GRAM - 1
     lengths, running = [], 0
-    for size in map(len, kept.split("\n")):
+    for size in filter(None, map(len, kept.split("\n"))):  # empty lines go at C speed
         running += size
         if running >= least:
             lengths.append(running)
@@ -406,39 +411,43 @@ def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:
         else:
             lengths.append(running)
     text = kept.replace("\n", "")
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32), lengths
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4"), lengths
 
 
 def _gram_hashes(codes: np.ndarray, n: int) -> np.ndarray:
     """Return the 64-bit hash of each of the first n character 4-grams of the code points."""
-    # A polynomial in the code points, mod 2**64, in place: the product's high bits mix all
-    # four (the high 32 bits of distinct grams collide as often as random numbers do).
-    h = codes[:n] * _PRIME
-    for i in range(1, GRAM):
-        h += codes[i : i + n]
-        h *= _PRIME
+    # Two code points as one 64-bit value (an unaligned view, no copy): a 4-gram is the pair
+    # at i and the pair at i + 2, hashed by multiplying: the high bits of the product mix
+    # all four (the high 32 bits of distinct grams collide as often as random numbers do).
+    pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
+    h = pairs_[2 : n + 2] * _PRIME_2
+    h += pairs_[:n]
+    h *= _PRIME
     return h
 
 
+def _owners(count: int) -> np.ndarray:
+    """Return 0, _ACROSS, 1, _ACROSS, .., count - 1: the passage of each run of grams."""
+    owners = np.full(2 * count - 1, _ACROSS, dtype=np.uint32)
+    owners[0::2] = np.arange(count, dtype=np.uint32)
+    return owners
+
+
+_MAX_OWNED = 1 << 12
+_OWNERS = _owners(_MAX_OWNED)  # made once; articles of more passages make their own
+
+
 class Merged(NamedTuple):
-    """Two articles' shingles merged: how many they share, and where."""
+    """Two articles' (shingle, passage) values merged: how many shingles they share, where."""
 
     shared: int
     same: np.ndarray  # same[i]: the i-th and (i+1)-th merged values are one shingle
-    keyed: np.ndarray | None  # if merged with their passages: the merged (shingle, passage)
+    keyed: np.ndarray  # the merged values; b's passages marked
 
 
-def _merge(fa: Features, fb: Features, *, passages: bool) -> Merged:
-    """Merge two articles' sorted shingles, and with them their passages if asked. A stable
-    sort of two sorted runs is one merge: faster here than a binary search of one in the
-    other."""
-    if not passages:
-        both = np.concatenate((fa.shingles, fb.shingles))
-        both.sort(kind="stable")
-        same = both[1:] == both[:-1]
-        return Merged(int(np.count_nonzero(same)), same, None)
-    # (shingle, passage) as one 64-bit value, b's passages marked: a's entry of a shared
-    # shingle comes right before b's.
+def _merge_passages(fa: Features, fb: Features) -> Merged:
+    """Merge two articles' shingles with their passages: (shingle, passage) as one 64-bit
+    value, b's passages marked, so that a's entry of a shared shingle comes right before b's."""
     both = np.concatenate((fa.keyed, fb.keyed_marked))
     both.sort(kind="stable")
     values = _words(both)[1::2]
@@ -453,13 +462,11 @@ def _words(keyed: np.ndarray) -> np.ndarray:
 
 def _shared(fa: Features, fb: Features, merged: Merged) -> list[tuple[int, int]]:
     """Return (passage of a, passage of b) pairs where most of a passage is in the other."""
-    if merged.keyed is None:
-        merged = _merge(fa, fb, passages=True)
     passages = _words(merged.keyed)[0::2]
     at = merged.same.nonzero()[0]  # a's entry of a shared shingle; b's is next
     in_a = passages[at]
-    in_b = passages[at + 1]
-    in_b &= np.uint32(_SIDE - 1)
+    in_b = passages[1:][at]
+    in_b &= _UNMARK
     # For each passage of the smaller side ("mine"): is most of it in the other article, and
     # in which of the other's passages ("theirs")? Shared shingles counted per (mine, theirs),
     # as mine * width + theirs.
@@ -473,8 +480,13 @@ def _shared(fa: Features, fb: Features, merged: Merged) -> list[tuple[int, int]]
         pair = np.multiply(in_b, width, dtype=np.int64) + in_a
     if rows * width <= MAX_DENSE_PASSAGE_PAIRS:
         together = np.bincount(pair, minlength=rows * width).reshape(rows, width)
-        shared = (np.add.reduce(together, axis=1) >= mine.half_passages).nonzero()[0]
-        best = together[shared].argmax(axis=1)
+        totals = np.add.reduce(together, axis=1).tolist()
+        best = together.argmax(axis=1).tolist()
+        half = mine.half_passages.tolist()
+        found = [
+            (p, q) for p, (t, h, q) in enumerate(zip(totals, half, best, strict=True)) if t >= h
+        ]
+        return found if small_is_a else sorted((q, p) for p, q in found)
     else:  # two pages of thousands of passages each: count the pairs that occur, sparsely
         pair, count = np.unique(pair, return_counts=True)
         row, column = pair // width, pair % width

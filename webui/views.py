@@ -1,0 +1,99 @@
+"""The dashboard's shell pages: bulk upload with live progress, and the admins' overview."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_GET, require_http_methods
+
+from dedup import selectors, services
+from dedup.errors import UploadTooLarge
+from dedup.models import UploadBatch, UploadState
+from webui import overview as overview_data
+from webui.access import admin_required, editor_required
+from webui.forms import UploadForm
+
+RECENT_UPLOADS = 20
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+@editor_required
+@require_http_methods(["GET", "POST"])
+def upload_page(request: HttpRequest) -> HttpResponse:
+    """Show the upload form and recent uploads; store posted files for the workers."""
+    form = UploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST":
+        created, problems = [], []
+        if form.is_valid():
+            for file in form.cleaned_data["files"]:
+                try:
+                    created.append(
+                        services.upload_create(file=file, name=file.name, user=request.user)
+                    )
+                except UploadTooLarge as exc:  # the form checks first; the service has the word
+                    problems.append(str(exc))
+        else:
+            problems = [str(e) for errors in form.errors.values() for e in errors]
+        if _wants_json(request):
+            rows = [_upload_row(selectors.upload_status(upload_id=u.pk)) for u in created]
+            return JsonResponse(
+                {"uploads": rows, "errors": problems},
+                status=400 if problems and not created else 202,
+                json_dumps_params={"ensure_ascii": False},
+            )
+        for problem in problems:
+            messages.error(request, problem)
+        if created:
+            messages.success(
+                request,
+                ngettext(
+                    "%(n)d file received: the workers read it in the background.",
+                    "%(n)d files received: the workers read them in the background.",
+                    len(created),
+                )
+                % {"n": len(created)},
+            )
+            return redirect("webui:upload_page")
+    ids = UploadBatch.objects.order_by("-id").values_list("id", flat=True)[:RECENT_UPLOADS]
+    uploads = [_upload_row(selectors.upload_status(upload_id=pk)) for pk in ids]
+    status = 400 if request.method == "POST" else 200
+    context = {"form": form, "uploads": uploads, "max_mb": settings.DEDUP_MAX_UPLOAD_BYTES // 2**20}
+    return render(request, "webui/upload.html", context, status=status)
+
+
+@editor_required
+@require_GET
+def upload_status(request: HttpRequest, upload_id: int) -> JsonResponse:
+    """Return an upload's progress, counts and row errors for the progress bar."""
+    try:
+        row = _upload_row(selectors.upload_status(upload_id=upload_id))
+    except UploadBatch.DoesNotExist:
+        raise Http404(_("There is no such upload.")) from None
+    return JsonResponse(row, json_dumps_params={"ensure_ascii": False})
+
+
+def _upload_row(status: dict) -> dict:
+    """Return an upload's status as the page and its script show it."""
+    finished = status["state"] in (UploadState.DONE, UploadState.FAILED)
+    return {
+        **status,
+        "state_label": str(UploadState(status["state"]).label),
+        "finished": finished,
+        "percent": round(100 * status["progress"]),
+        "status_url": reverse("webui:upload_status", args=[status["id"]]),
+    }
+
+
+@admin_required
+@require_GET
+def overview(request: HttpRequest) -> HttpResponse:
+    """Show the system's health: counts, backlog, workers, hot buckets, distances over time."""
+    return render(request, "webui/overview.html", overview_data.overview_context())

@@ -1,4 +1,6 @@
-"""Fixtures for service tests: a real Celery worker on the test database, and waiting.
+"""Fixtures for service and browser tests: a real Celery worker on the test database, waiting.
+
+A pytest plugin (tests/conftest.py loads it), so that tests/service and tests/browser share it.
 
 `worker` starts `celery -A dedup.celery worker` in a subprocess (prefork, two processes, the
 default queue) pointed at pytest-django's test database and the test broker, which is emptied
@@ -32,7 +34,7 @@ from urllib.parse import quote
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 30
 
 
@@ -201,9 +203,9 @@ def wait_until(request) -> Callable:
     return wait
 
 
-@pytest.fixture(autouse=True)
-def _index_caches_cleared():
-    """Each test starts with no cached features or keys: a test database hands out ids again."""
+@pytest.fixture
+def index_caches_cleared():
+    """Start with no cached features or keys: a test database hands out ids again."""
     from dedup import index
 
     index.caches_clear()

@@ -21,7 +21,7 @@ PING_TIMEOUT = 0.5
 HISTORY_DAYS = 30
 # One colour per distance, light (close copies) to dark; cycled when k_max is larger.
 DISTANCE_COLOURS = ("#1b7f5f", "#4aa37c", "#93c47d", "#f1c232", "#e69138", "#cc4125", "#85200c")
-CHART = {"width": 720, "height": 220, "left": 40, "right": 10, "top": 10, "bottom": 28}
+CHART = {"width": 1100, "height": 230, "left": 44, "right": 10, "top": 10, "bottom": 28}
 
 
 def workers_status() -> dict:

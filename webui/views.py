@@ -7,6 +7,8 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.dateformat import format as date_format
+from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
@@ -88,6 +90,7 @@ def _upload_row(status: dict) -> dict:
         "state_label": str(UploadState(status["state"]).label),
         "finished": finished,
         "percent": round(100 * status["progress"]),
+        "created_label": date_format(localtime(status["created_at"]), "Y-m-d H:i"),
         "status_url": reverse("webui:upload_status", args=[status["id"]]),
     }
 

@@ -29,14 +29,10 @@
     row.className = "upload state-" + data.state;
     row.querySelectorAll("[data-field]").forEach(function (el) {
       const name = el.dataset.field;
-      if (name === "errors" || name === "created_at") return;
+      if (name === "errors") return;
       if (name === "error_count") el.textContent = String((data.errors || []).length);
       else if (name in data && data[name] !== null) el.textContent = String(data[name]);
     });
-    const when = row.querySelector("[data-field=created_at]");
-    if (when && data.created_at && !when.textContent.trim()) {
-      when.textContent = new Date(data.created_at).toLocaleString();
-    }
     const bar = row.querySelector(".bar");
     bar.setAttribute("aria-valuenow", String(data.percent));
     row.querySelector(".bar-fill").style.width = data.percent + "%";
@@ -87,8 +83,9 @@
   function sendFiles(files) {
     if (!files.length) return;
     showErrors([]);
-    const problems = [];
     form.classList.add("busy");
+    // Each file on its own request, so one bad file does not stop the others; messages are
+    // shown in the order the files were chosen.
     const sends = Array.from(files).map(function (file) {
       const body = new FormData();
       body.append("files", file, file.name);
@@ -96,13 +93,13 @@
         .then(function (response) { return response.json(); })
         .then(function (answer) {
           (answer.uploads || []).forEach(addRow);
-          problems.push.apply(problems, answer.errors || []);
+          return answer.errors || [];
         })
-        .catch(function () { problems.push(file.name + ": " + form.dataset.msgNetwork); });
+        .catch(function () { return [file.name + ": " + form.dataset.msgNetwork]; });
     });
-    Promise.all(sends).then(function () {
+    Promise.all(sends).then(function (problems) {
       form.classList.remove("busy");
-      showErrors(problems);
+      showErrors([].concat.apply([], problems));
       input.value = "";
     });
   }

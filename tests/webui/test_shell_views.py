@@ -161,9 +161,9 @@ def test_upload_by_script_answers_json_with_a_status_address(editor_client):
 @pytest.mark.parametrize(
     ("name", "content", "words"),
     [
-        ("empty.jsonl", b"", "empty"),
-        ("report.pdf", b"%PDF-1.4", "cannot read .pdf"),
-        ("noext", b"abc", "cannot read"),
+        ("empty.jsonl", b"", "是空文件"),
+        ("report.pdf", b"%PDF-1.4", "无法读取 .pdf 文件"),
+        ("noext", b"abc", "无法读取 无扩展名 文件"),
     ],
 )
 def test_bad_upload_says_what_to_do_and_creates_nothing(editor_client, name, content, words):
@@ -176,13 +176,13 @@ def test_bad_upload_says_what_to_do_and_creates_nothing(editor_client, name, con
 
 def test_too_large_upload_names_the_limit(editor_client, settings):
     settings.DEDUP_MAX_UPLOAD_BYTES = 2 * 2**20
-    big = SimpleUploadedFile("big.jsonl", b"x" * (2 * 2**20 + 1))
+    big = SimpleUploadedFile("big.jsonl", b"x" * (3 * 2**20))
     response = editor_client.post(
         "/upload/", {"files": [big]}, headers={"accept": "application/json"}
     )
     assert response.status_code == 400
     (message,) = response.json()["errors"]
-    assert "big.jsonl" in message and "2 MB" in message and "split" in message
+    assert message == "big.jsonl 大小为 3.0 MB，超过 2 MB 的上限：请拆分成较小的文件。"
     assert not UploadBatch.objects.exists()
 
 

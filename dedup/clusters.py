@@ -244,10 +244,13 @@ def cluster_queue(clustering: Clustering, f: QueueFilter) -> np.ndarray:
 
 
 def distance_histogram(table: MatchTable, k_max: int) -> list[int]:
-    """Return how many matches (not rejected) have each distance 0..k_max, then more."""
-    usable = (table.distance >= 0) & (table.decision != REJECTED)
-    d = np.minimum(table.distance[usable], k_max + 1).astype(np.int64)
-    return np.bincount(d, minlength=k_max + 2).tolist()
+    """Return how many near matches (not rejected) have each distance 0..k_max.
+
+    Only near matches: k does not cut exact copies (distance 0 always) nor partial ones
+    (their page's fingerprint drifts)."""
+    usable = (table.kind == 1) & (table.distance >= 0) & (table.decision != REJECTED)
+    d = np.minimum(table.distance[usable], k_max).astype(np.int64)
+    return np.bincount(d, minlength=k_max + 1).tolist()
 
 
 def similarity_histogram(table: MatchTable, bins: int = 10) -> list[int]:

@@ -211,7 +211,7 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
             "listed": len(order),
         },
         "distance_chart": histogram_bars(
-            distances, threshold.k, [str(d) for d in range(k_max + 1)] + [f">{k_max}"]
+            distances, threshold.k, [str(d) for d in range(k_max + 1)]
         ),
         "similarity_chart": sim_chart,
     }
@@ -292,6 +292,7 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
     latest_original = original_latest(ids)
     return {
         **context,
+        "members": members,
         "rows": rows,
         "total": total,
         "original": articles.get(original_id),

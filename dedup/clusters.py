@@ -8,6 +8,7 @@ with pointer jumping: a Python loop over 150,000 edges would cost most of the ti
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ class MatchTable:
     source: np.ndarray  # node index -> index into sources (int32)
     sources: list[str]
     chosen: np.ndarray  # node index -> id of an "original" decision naming it, else 0
+    pair_keys: np.ndarray  # a * 2**32 + b of every match, sorted
+    pair_order: np.ndarray  # match index of each of pair_keys
     _clusterings: OrderedDict = field(default_factory=OrderedDict, repr=False)
 
     def node(self, article_id: int) -> int | None:
@@ -277,7 +280,7 @@ _cached: tuple[tuple, MatchTable] | None = None
 
 
 def table_version() -> tuple:
-    """Return what changes when matches or decisions do (one query)."""
+    """Return (latest match id, matches, latest decision id): what changes them (one query)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -289,13 +292,19 @@ def table_version() -> tuple:
 
 
 def match_table() -> MatchTable:
-    """Return the process's match table, reloaded when matches or decisions changed."""
+    """Return the process's match table, refreshed when matches or decisions changed.
+
+    New decisions alone are applied to a copy of the arrays (milliseconds); new or removed
+    matches read everything again (seconds at 150,000 matches, once)."""
     global _cached
     version = table_version()
     cached = _cached
     if cached is not None and cached[0] == version:
         return cached[1]
-    table = table_load()
+    if cached is not None and cached[0][:2] == version[:2]:
+        table = decisions_apply(cached[1], since=cached[0][2] or 0)
+    else:
+        table = table_load()
     _cached = (version, table)
     return table
 
@@ -306,84 +315,103 @@ def table_forget() -> None:
     _cached = None
 
 
-def table_load() -> MatchTable:
-    """Read every match, the latest decision per pair and its articles into arrays."""
-    from dedup.models import Article, Decision, Match
+def _rows(sql: str, params=()) -> list[tuple]:
+    from django.db import connection
 
-    rows = list(
-        Match.objects.order_by("id").values_list(
-            "id", "a_id", "b_id", "kind", "distance", "similarity"
-        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _column(rows: list[tuple], i: int, dtype) -> np.ndarray:
+    return np.fromiter((r[i] for r in rows), dtype, len(rows))
+
+
+def table_load() -> MatchTable:
+    """Read every match, the latest decision per pair and the matched articles into arrays."""
+    from django.db import connection
+
+    rows = _rows(
+        "SELECT id, a_id, b_id,"
+        " CASE kind WHEN 'exact' THEN 0 WHEN 'partial' THEN 2 ELSE 1 END,"
+        " COALESCE(distance, -1), similarity FROM dedup_match ORDER BY id"
     )
-    m = len(rows)
-    match_id = np.fromiter((r[0] for r in rows), np.int64, m)
-    a_ids = np.fromiter((r[1] for r in rows), np.int64, m)
-    b_ids = np.fromiter((r[2] for r in rows), np.int64, m)
-    kind = np.fromiter((KIND_CODES.get(r[3], 1) for r in rows), np.int8, m)
-    distance = np.fromiter((-1 if r[4] is None else r[4] for r in rows), np.int16, m)
-    similarity = np.fromiter((r[5] for r in rows), np.float32, m)
+    match_id, a_ids, b_ids = (_column(rows, i, np.int64) for i in range(3))
+    kind = _column(rows, 3, np.int8)
+    distance = _column(rows, 4, np.int16)
+    similarity = _column(rows, 5, np.float32)
     del rows
     article_id = np.unique(np.concatenate([a_ids, b_ids]))
-    a = np.searchsorted(article_id, a_ids).astype(np.int32)
-    b = np.searchsorted(article_id, b_ids).astype(np.int32)
-
-    decision = np.zeros(m, np.int8)
-    decision_id = np.zeros(m, np.int64)
-    chosen = np.zeros(len(article_id), np.int64)
-    pair_key = a_ids * (1 << 32) + b_ids  # matches come with a < b
-    by_key = np.argsort(pair_key)
-    sorted_keys = pair_key[by_key]
-    verdict_codes = {"duplicate": DUPLICATE, "not_duplicate": REJECTED}
-    rows = list(Decision.objects.order_by("id").values_list("id", "a_id", "b_id", "verdict"))
-    for did, x, y, verdict in rows:  # in id order: the latest decision wins
-        if y is None:
-            if verdict == "original":
-                i = _index(article_id, x)
-                if i is not None:
-                    chosen[i] = did
-            continue
-        key = min(x, y) * (1 << 32) + max(x, y)
-        j = _index(sorted_keys, key)
-        if j is not None:
-            decision[by_key[j]] = verdict_codes.get(verdict, UNDECIDED)
-            decision_id[by_key[j]] = did
-
     n = len(article_id)
     dated = np.zeros(n, np.int64)
     length = np.zeros(n, np.int32)
     source = np.zeros(n, np.int32)
     sources: list[str] = []
     if n:
-        # One range scan beats an IN list of 100,000 ids; articles without a match are skipped.
-        rows = list(
-            Article.objects.filter(id__gte=article_id[0], id__lte=article_id[-1])
-            .order_by()
-            .values_list("id", "dated_at", "length", "source")
+        epoch = (
+            "CAST(EXTRACT(EPOCH FROM dated_at) AS BIGINT)"
+            if connection.vendor == "postgresql"
+            else "CAST(strftime('%%s', dated_at) AS INTEGER)"
         )
-        ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-        where = np.searchsorted(article_id, ids)
-        hit = where < n
-        hit[hit] = article_id[where[hit]] == ids[hit]
-        when = np.fromiter((r[1].timestamp() for r in rows), np.float64, len(rows))
-        chars = np.fromiter((r[2] for r in rows), np.int64, len(rows))
+        # One range scan beats an IN list of 100,000 ids; articles without a match are skipped.
+        rows = _rows(
+            f"SELECT id, {epoch}, length, source FROM dedup_article WHERE id BETWEEN %s AND %s",
+            [int(article_id[0]), int(article_id[-1])],
+        )
+        ids = _column(rows, 0, np.int64)
+        where = np.minimum(np.searchsorted(article_id, ids), n - 1)
+        hit = article_id[where] == ids
         names, codes = np.unique(np.array([r[3] for r in rows], dtype=object), return_inverse=True)
         sources = [str(x) for x in names]
-        dated[where[hit]] = when[hit].astype(np.int64)
-        length[where[hit]] = chars[hit]
+        dated[where[hit]] = _column(rows, 1, np.int64)[hit]
+        length[where[hit]] = _column(rows, 2, np.int64)[hit]
         source[where[hit]] = codes[hit]
-    return MatchTable(
-        a=a,
-        b=b,
+    pair_key = a_ids * (1 << 32) + b_ids  # matches come with a < b
+    by_key = np.argsort(pair_key)
+    table = MatchTable(
+        a=np.searchsorted(article_id, a_ids).astype(np.int32),
+        b=np.searchsorted(article_id, b_ids).astype(np.int32),
         kind=kind,
         distance=distance,
         similarity=similarity,
-        decision=decision,
-        decision_id=decision_id,
+        decision=np.zeros(len(match_id), np.int8),
+        decision_id=np.zeros(len(match_id), np.int64),
         match_id=match_id,
         article_id=article_id,
         dated=dated,
         length=length,
         source=source,
         sources=sources,
-        chosen=chosen,
+        chosen=np.zeros(n, np.int64),
+        pair_keys=pair_key[by_key],
+        pair_order=by_key,
     )
+    return decisions_apply(table, since=0, copy=False)
+
+
+def decisions_apply(table: MatchTable, *, since: int, copy: bool = True) -> MatchTable:
+    """Return the table with the decisions after id `since` applied (the latest counts)."""
+    if copy:
+        table = dataclasses.replace(
+            table,
+            decision=table.decision.copy(),
+            decision_id=table.decision_id.copy(),
+            chosen=table.chosen.copy(),
+            _clusterings=OrderedDict(),
+        )
+    codes = {"duplicate": DUPLICATE, "not_duplicate": REJECTED}
+    rows = _rows(
+        "SELECT id, a_id, b_id, verdict FROM dedup_decision WHERE id > %s ORDER BY id", [since]
+    )
+    for did, x, y, verdict in rows:  # in id order: the latest decision wins
+        if y is None:
+            i = _index(table.article_id, x)
+            if verdict == "original" and i is not None:
+                table.chosen[i] = did
+            continue
+        j = _index(table.pair_keys, min(x, y) * (1 << 32) + max(x, y))
+        if j is not None:
+            match = table.pair_order[j]
+            table.decision[match] = codes.get(verdict, UNDECIDED)
+            table.decision_id[match] = did
+    return table

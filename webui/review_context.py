@@ -12,21 +12,22 @@ from functools import lru_cache
 from urllib.parse import urlencode
 
 import numpy as np
-from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from dedup import clusters
 from dedup.clusters import BANDS, KIND_NAMES, QueueFilter
 from dedup.engine.verify import Detector
-from dedup.models import Article, Decision, Fingerprint, Match, Settings
+from dedup.models import Article, Decision, Fingerprint, Match, MatchKind, Settings, Verdict
 from dedup.review import original_latest, pair_latest
 from webui.diff import text_diff
 
 PER_PAGE = 25
-MEMBERS_SHOWN = 500  # a bigger cluster lists its first members (closest to the original)
-OTHER_EDGES_SHOWN = 300
+MEMBERS_SHOWN = 300  # a bigger cluster lists its first members (closest to the original)
+OTHER_EDGES_SHOWN = 200
 SEARCH_HITS = 20_000
+TEXT_SEARCHED = 10_000  # clusters whose original's text a search reads, in queue order
 STATUSES = ("waiting", "reviewed", "all")
 SORTS = ("size", "newest")
 
@@ -119,15 +120,16 @@ def queue_params_parse(params) -> QueueParams:
     )
 
 
-def search_hits(q: str) -> np.ndarray | None:
-    """Return the ids of articles whose title or text contains q (None without a search)."""
-    if not q:
-        return None
+def search_hits(q: str, found: clusters.Clustering, candidates: np.ndarray) -> np.ndarray:
+    """Return ids of articles whose title contains q, or whose text does among the originals
+    of the candidate clusters (the text of 100,000 articles is too much to scan per request;
+    copies share their original's text)."""
+    titles = Article.objects.filter(title__icontains=q).order_by().values_list("id", flat=True)
+    originals = found.table.article_id[found.original[candidates[:TEXT_SEARCHED]]].tolist()
     # Chinese has no letter case: LIKE on the text is enough and cheaper than ILIKE.
-    ids = Article.objects.filter(Q(title__icontains=q) | Q(body__contains=q)).values_list(
-        "id", flat=True
-    )
-    return np.array(list(ids.order_by()[:SEARCH_HITS]), np.int64)
+    texts = Article.objects.filter(id__in=originals, body__contains=q).order_by()
+    ids = list(titles[:SEARCH_HITS]) + list(texts.values_list("id", flat=True))
+    return np.array(ids, np.int64)
 
 
 # --- queue ---------------------------------------------------------------------------------
@@ -164,7 +166,10 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
     qp = queue_params_parse(params)
     table = clusters.match_table()
     found = table.clustering(threshold.k, threshold.s)
-    order = clusters.cluster_queue(found, qp.filter(search_hits(qp.q)))
+    order = clusters.cluster_queue(found, qp.filter(None))
+    if qp.q:
+        hits = search_hits(qp.q, found, order)
+        order = clusters.cluster_queue(found, qp.filter(hits))
     page = Paginator(order, PER_PAGE).get_page(page_number)
     numbers = [int(c) for c in page.object_list]
     originals = [int(table.article_id[found.original[c]]) for c in numbers]
@@ -256,18 +261,35 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
     decision_ids = {int(table.decision_id[e]) for e in tree | set(others)} - {0}
     decisions = Decision.objects.select_related("decided_by").in_bulk(decision_ids)
 
+    # Rows are plain strings made here: a cluster of hundreds renders without a tag per cell.
+    query = threshold.query()
+    compare = reverse("webui:compare", args=[1, 2]).replace("/1/2/", "/{}/{}/") + "?" + query
+    kinds = {code: str(MatchKind(name).label) for code, name in KIND_NAMES.items()}
+    verdicts = dict(Verdict.choices)
+
+    def when(moment) -> str:
+        return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
+
     def edge_row(e: int) -> dict:
         x, y = int(table.article_id[table.a[e]]), int(table.article_id[table.b[e]])
         did = int(table.decision_id[e])
         d = int(table.distance[e])
+        decision = decisions.get(did)
+        who = ""
+        if decision is not None:
+            name = decision.decided_by.get_username() if decision.decided_by else ""
+            who = f"{name} {when(decision.decided_at)}".strip()
         return {
             "a": x,
             "b": y,
-            "kind": KIND_NAMES[int(table.kind[e])],
+            "pair": f"{x}:{y}:{did}",
+            "url": compare.format(x, y),
+            "kind": kinds[int(table.kind[e])],
             "distance": None if d < 0 else d,
-            "similarity": float(table.similarity[e]),
-            "decision": decisions.get(did),
-            "seen": did,
+            "similarity": f"{float(table.similarity[e]):.3f}",
+            "decision": decision,
+            "verdict": str(verdicts.get(decision.verdict, "")) if decision else "",
+            "who": who,
         }
 
     rows = []
@@ -280,13 +302,23 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
             distance = _popcount(fo ^ fm)
         elif e_direct is not None and table.distance[e_direct] >= 0:
             distance = int(table.distance[e_direct])
+        shown = articles.get(m.article_id)
+        edge = None if m.edge is None else edge_row(m.edge)
+        if edge is not None:  # the link from the article it is reached from
+            edge["url"] = compare.format(m.via, m.article_id)
         rows.append(
             {
                 "member": m,
-                "article": articles.get(m.article_id),
+                "article": shown,
+                "dated": when(shown.dated_at) if shown else "",
+                "chars": _("%(n)s chars") % {"n": shown.length} if shown else "",
                 "distance": distance,
-                "similarity": None if e_direct is None else float(table.similarity[e_direct]),
-                "edge": None if m.edge is None else edge_row(m.edge),
+                "similarity": ""
+                if e_direct is None
+                else f"{float(table.similarity[e_direct]):.3f}",
+                "steps": _("%(n)s steps") % {"n": m.hops} if m.hops > 1 else "",
+                "compare_url": compare.format(original_id, m.article_id),
+                "edge": edge,
             }
         )
     latest_original = original_latest(ids)

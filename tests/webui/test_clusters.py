@@ -39,6 +39,8 @@ def table(edges, *, n=None, dated=None, decisions=None, chosen=None, lengths=Non
         source=np.array(sources or [0] * n, np.int32),
         sources=["a", "b"],
         chosen=np.array(chosen or [0] * n, np.int64),
+        pair_keys=np.zeros(0, np.int64),
+        pair_order=np.zeros(0, np.int64),
     )
 
 
@@ -205,5 +207,9 @@ def test_table_load_reads_matches_decisions_and_articles(django_user_model):
     assert groups(found) == [{ids[1], ids[2]}]
     assert t.article_id[found.original[0]] == ids[2]
     assert clusters.match_table() is t  # nothing changed: the cached table
-    Decision.objects.create(a_id=ids[1], b_id=ids[2], verdict="duplicate")
-    assert clusters.match_table() is not t
+    Decision.objects.create(a_id=ids[2], b_id=ids[1], verdict="duplicate")
+    again = clusters.match_table()
+    assert again is not t and again.decision.tolist() == [REJECTED, DUPLICATE]
+    assert t.decision.tolist() == [REJECTED, UNDECIDED]  # a copy: clusterings stay consistent
+    Match.objects.create(a_id=ids[2], b_id=ids[3], kind="exact", distance=0, similarity=1.0)
+    assert len(clusters.match_table().article_id) == 4

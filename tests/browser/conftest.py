@@ -41,6 +41,9 @@ def browser():
 @pytest.fixture
 def context(browser, live_server):
     """A fresh browser profile (no cookies) that speaks Chinese, against the live server."""
+    from django.core.cache import cache
+
+    cache.clear()  # the overview's cached figures belong to an earlier test's database
     one = browser.new_context(
         base_url=live_server.url,
         locale="zh-CN",

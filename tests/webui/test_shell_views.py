@@ -118,6 +118,21 @@ def test_overview_draws_matches_per_day_and_distance(admin_client_):
     assert page.count("<rect ") == 2
 
 
+def test_overview_figures_are_served_from_the_cache_and_refreshed_in_the_background(
+    admin_client_, monkeypatch
+):
+    first = overview.figures()
+    assert overview.figures() is not None
+    calls = []
+    monkeypatch.setattr(overview, "_figures_refresh", lambda: calls.append(1))
+    cache.set(overview.FIGURES_CACHE_KEY, {**first, "at": first["at"] - 60}, 60)
+    stale = overview.figures()
+    assert stale["at"] == first["at"] - 60  # the page does not wait for fresh figures
+    time.sleep(0.1)
+    assert calls == [1]
+    assert admin_client_.get("/overview/").status_code == 200
+
+
 def test_worker_ping_never_holds_the_page(monkeypatch):
     cache.clear()
 

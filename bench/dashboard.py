@@ -307,8 +307,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from django.contrib.auth.models import User
 
+    from dedup.models import Decision
+
+    editor = User.objects.get(username="bench-editor")
     client = Client()
-    client.force_login(User.objects.get(username="bench-editor"))
+    client.force_login(editor)
     a, b = facts["pair"]
     pa, pb = facts["partial"]
     pages = [
@@ -325,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         ("threshold re-draw k=2 s=0.5", "/queue/results/?k=2&s=0.5", True),
         ("threshold re-draw k=4 s=0", "/queue/results/?k=4&s=0", True),
         ("threshold re-draw k=3 s=0.8", "/queue/results/?k=3&s=0.8", True),
+        ("queue right after a new decision", "/?k=4", "decide"),
         ("export clusters.csv (first byte)", "/export/clusters.csv?k=3", False),
         ("export decisions.csv (first byte)", "/export/decisions.csv", False),
     ]
@@ -335,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         firsts, totals = [], []
         first_run = None
         for run in range(args.runs + 1):
-            if redraw:
+            if redraw == "decide":  # an editor decided: the table takes it in, clusters anew
+                Decision.objects.create(a_id=a, b_id=b, verdict="duplicate", decided_by=editor)
+            elif redraw:
                 clusters.match_table()._clusterings.clear()
             first, total = timed(client, url)
             if run == 0:

@@ -38,6 +38,7 @@ class MatchTable:
     length: np.ndarray  # node index -> characters (int32)
     source: np.ndarray  # node index -> index into sources (int32)
     sources: list[str]
+    titles: list[str]  # node index -> title, case-folded (searched in memory)
     chosen: np.ndarray  # node index -> id of an "original" decision naming it, else 0
     pair_keys: np.ndarray  # a * 2**32 + b of every match, sorted
     pair_order: np.ndarray  # match index of each of pair_keys
@@ -53,6 +54,11 @@ class MatchTable:
         keep = np.where(self.kind == 1, near_ok, self.kind == 0)
         keep |= (self.kind == 2) & (self.similarity >= s)  # a page's fingerprint drifts
         return keep & (self.decision != REJECTED)
+
+    def title_search(self, q: str) -> np.ndarray:
+        """Return the ids of matched articles whose title contains q (any letter case)."""
+        q = q.casefold()
+        return self.article_id[[i for i, title in enumerate(self.titles) if q in title]]
 
     def clustering(self, k: int, s: float) -> Clustering:
         """Return the clusters at (k, s), cached: a slider moved back and forth costs nothing."""
@@ -347,6 +353,7 @@ def table_load() -> MatchTable:
     length = np.zeros(n, np.int32)
     source = np.zeros(n, np.int32)
     sources: list[str] = []
+    titles: list[str] = []
     if n:
         epoch = (
             "CAST(EXTRACT(EPOCH FROM dated_at) AS BIGINT)"
@@ -355,7 +362,8 @@ def table_load() -> MatchTable:
         )
         # One range scan beats an IN list of 100,000 ids; articles without a match are skipped.
         rows = _rows(
-            f"SELECT id, {epoch}, length, source FROM dedup_article WHERE id BETWEEN %s AND %s",
+            f"SELECT id, {epoch}, length, source, title FROM dedup_article"
+            " WHERE id BETWEEN %s AND %s",
             [int(article_id[0]), int(article_id[-1])],
         )
         ids = _column(rows, 0, np.int64)
@@ -366,6 +374,9 @@ def table_load() -> MatchTable:
         dated[where[hit]] = _column(rows, 1, np.int64)[hit]
         length[where[hit]] = _column(rows, 2, np.int64)[hit]
         source[where[hit]] = codes[hit]
+        folded = np.full(n, "", dtype=object)
+        folded[where[hit]] = np.array([r[4].casefold() for r in rows], dtype=object)[hit]
+        titles = folded.tolist()
     pair_key = a_ids * (1 << 32) + b_ids  # matches come with a < b
     by_key = np.argsort(pair_key)
     table = MatchTable(
@@ -382,6 +393,7 @@ def table_load() -> MatchTable:
         length=length,
         source=source,
         sources=sources,
+        titles=titles,
         chosen=np.zeros(n, np.int64),
         pair_keys=pair_key[by_key],
         pair_order=by_key,

@@ -27,7 +27,7 @@ PER_PAGE = 25
 MEMBERS_SHOWN = 300  # a bigger cluster lists its first members (closest to the original)
 OTHER_EDGES_SHOWN = 200
 SEARCH_HITS = 20_000
-TEXT_SEARCHED = 10_000  # clusters whose original's text a search reads, in queue order
+TEXT_SEARCHED = 3_000  # clusters whose original's text a search reads, in queue order
 STATUSES = ("waiting", "reviewed", "all")
 SORTS = ("size", "newest")
 
@@ -121,15 +121,14 @@ def queue_params_parse(params) -> QueueParams:
 
 
 def search_hits(q: str, found: clusters.Clustering, candidates: np.ndarray) -> np.ndarray:
-    """Return ids of articles whose title contains q, or whose text does among the originals
-    of the candidate clusters (the text of 100,000 articles is too much to scan per request;
-    copies share their original's text)."""
-    titles = Article.objects.filter(title__icontains=q).order_by().values_list("id", flat=True)
+    """Return ids of matched articles whose title contains q, or whose text does among the
+    originals of the first candidate clusters (the text of 100,000 articles is too much to
+    read per request; copies share most of their original's text)."""
     originals = found.table.article_id[found.original[candidates[:TEXT_SEARCHED]]].tolist()
     # Chinese has no letter case: LIKE on the text is enough and cheaper than ILIKE.
     texts = Article.objects.filter(id__in=originals, body__contains=q).order_by()
-    ids = list(titles[:SEARCH_HITS]) + list(texts.values_list("id", flat=True))
-    return np.array(ids, np.int64)
+    ids = list(texts.values_list("id", flat=True))
+    return np.concatenate([found.table.title_search(q), np.array(ids, np.int64)])
 
 
 # --- queue ---------------------------------------------------------------------------------
@@ -167,8 +166,10 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
     table = clusters.match_table()
     found = table.clustering(threshold.k, threshold.s)
     order = clusters.cluster_queue(found, qp.filter(None))
+    text_limited = False
     if qp.q:
         hits = search_hits(qp.q, found, order)
+        text_limited = len(order) > TEXT_SEARCHED
         order = clusters.cluster_queue(found, qp.filter(hits))
     page = Paginator(order, PER_PAGE).get_page(page_number)
     numbers = [int(c) for c in page.object_list]
@@ -207,6 +208,8 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         "rows": rows,
         "query": urlencode(query),
         "sources": table.sources,
+        "text_limited": text_limited,
+        "text_searched": TEXT_SEARCHED,
         "bands": list(BANDS),
         "counts": {
             "clusters": len(found.size),

@@ -38,6 +38,7 @@ def table(edges, *, n=None, dated=None, decisions=None, chosen=None, lengths=Non
         length=np.array(lengths or [800] * n, np.int32),
         source=np.array(sources or [0] * n, np.int32),
         sources=["a", "b"],
+        titles=[f"title {i} news" for i in range(n)],
         chosen=np.array(chosen or [0] * n, np.int64),
         pair_keys=np.zeros(0, np.int64),
         pair_order=np.zeros(0, np.int64),
@@ -175,6 +176,12 @@ def test_queue_filters_by_source_band_date_and_hits():
     assert shown(date_from=35) == [{12, 13}]
     assert shown(date_to=10) == [{10, 11}]
     assert shown(hits=np.array([11, 999])) == [{10, 11}]
+
+
+def test_title_search_ignores_letter_case():
+    t = table([(0, 1, "near", 1, 0.9)])
+    assert t.title_search("TITLE 1").tolist() == [11]
+    assert t.title_search("nothing").tolist() == []
 
 
 def groups_of(found, c):

@@ -35,13 +35,18 @@ class MultipleFileField(forms.FileField):
         """Refuse an empty, too large or unreadable file with a message naming it."""
         name = file.name
         suffix = PurePosixPath(name).suffix.lower()
+        if not suffix:
+            raise forms.ValidationError(
+                _("%(name)s has no extension: name it .jsonl, .csv, .txt, .html or .zip."),
+                code="type",
+                params={"name": name},
+            )
         if suffix not in UPLOAD_SUFFIXES:
             raise forms.ValidationError(
                 _("%(name)s: cannot read %(suffix)s files. Upload %(allowed)s."),
                 code="type",
-                params={"name": name, "suffix": suffix or _("extension-less"),
-                        "allowed": ", ".join(UPLOAD_SUFFIXES)},
-            )  # fmt: skip
+                params={"name": name, "suffix": suffix, "allowed": ", ".join(UPLOAD_SUFFIXES)},
+            )
         if file.size == 0:
             raise forms.ValidationError(
                 _("%(name)s is empty: choose a file that holds articles."),

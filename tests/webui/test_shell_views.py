@@ -82,9 +82,11 @@ def test_wrong_password_says_what_to_do(client):
     assert 'role="alert"' in response.content.decode()
 
 
-def test_user_without_a_role_gets_403(client):
+def test_user_without_a_role_gets_403_saying_what_to_do(client):
     client.force_login(make_user("nobody", None))
-    assert client.get("/upload/").status_code == 403
+    response = client.get("/upload/")
+    assert response.status_code == 403
+    assert "webui/app.css" in response.content.decode()
 
 
 def test_editor_uploads_but_cannot_open_the_overview(editor_client):
@@ -178,7 +180,7 @@ def test_upload_by_script_answers_json_with_a_status_address(editor_client):
     [
         ("empty.jsonl", b"", "是空文件"),
         ("report.pdf", b"%PDF-1.4", "无法读取 .pdf 文件"),
-        ("noext", b"abc", "无法读取 无扩展名 文件"),
+        ("noext", b"abc", "没有扩展名"),
     ],
 )
 def test_bad_upload_says_what_to_do_and_creates_nothing(editor_client, name, content, words):

@@ -57,6 +57,13 @@ def decision_conflict_message(latest: Decision) -> str:
     }
 
 
+def _check_seen(latest: Decision | None, seen: int) -> None:
+    if latest is None and seen:
+        raise DecisionInvalid(_("That decision is gone; reload the page."))
+    if latest is not None and latest.id != seen:
+        raise DecisionConflict(latest)
+
+
 def pair_latest(a_id: int, b_id: int) -> Decision | None:
     """Return the decision that counts for a pair: the latest."""
     lo, hi = sorted((a_id, b_id))
@@ -76,8 +83,7 @@ def _pair_record(pair: PairDecision, verdict: str, user, note: str) -> Decision:
     if len(locked) != 2:
         raise DecisionInvalid(_("One of these articles no longer exists; reload the page."))
     latest = pair_latest(lo, hi)
-    if (latest.id if latest else 0) != pair.seen:
-        raise DecisionConflict(latest)
+    _check_seen(latest, pair.seen)
     return Decision.objects.create(a_id=lo, b_id=hi, verdict=verdict, decided_by=user, note=note)
 
 
@@ -134,8 +140,7 @@ def original_choose(*, article_id: int, member_ids: list[int], user, seen: int) 
         .values_list("id")
     )
     latest = original_latest(member_ids)
-    if (latest.id if latest else 0) != seen:
-        raise DecisionConflict(latest)
+    _check_seen(latest, seen)
     return Decision.objects.create(
         a_id=article_id, b=None, verdict=Verdict.ORIGINAL, decided_by=user
     )

@@ -238,8 +238,11 @@ def test_decision_on_the_latest_seen_supersedes(editor_client, chain):
     assert Decision.objects.order_by("-id").first().verdict == "duplicate"
 
 
-@pytest.mark.parametrize("pick", ["", "maybe:1:2:0", "duplicate:x:y:0", "duplicate:1:1:0"])
+@pytest.mark.parametrize(
+    "pick", ["", "maybe:1:2:0", "duplicate:x:y:0", "duplicate:1:1:0", "duplicate:{a}:{b}:77"]
+)
 def test_bad_decision_input_records_nothing(editor_client, chain, pick):
+    pick = pick.format(a=chain[0].id, b=chain[1].id)
     response = editor_client.post("/decisions/", {"pick": pick}, follow=True)
     assert response.status_code == 200
     assert not Decision.objects.exists()
@@ -307,3 +310,38 @@ def test_exports_stream_csv_with_a_header(editor_client, editor, chain):
     assert rows[0][:3] == ["cluster", "article", "role"]
     assert [r[2] for r in rows[1:]] == ["original", "member", "member"]
     assert editor_client.get("/export/clusters.csv?k=zz").status_code == 400
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
+    import threading
+
+    from django.db import connection
+
+    from dedup import review
+
+    a, b = article(1), article(2)
+    users = [user_in(django_user_model, "editor", f"e{i}") for i in range(2)]
+    barrier = threading.Barrier(2)
+    outcomes = []
+
+    def decide(user, verdict):
+        try:
+            barrier.wait()
+            review.decision_record(a_id=a.id, b_id=b.id, verdict=verdict, user=user, seen=0)
+            outcomes.append("ok")
+        except review.DecisionConflict:
+            outcomes.append("conflict")
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=decide, args=(users[0], "duplicate")),
+        threading.Thread(target=decide, args=(users[1], "not_duplicate")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["conflict", "ok"]
+    assert Decision.objects.count() == 1

@@ -24,8 +24,8 @@ from dedup.review import original_latest, pair_latest
 from webui.diff import text_diff
 
 PER_PAGE = 25
-MEMBERS_SHOWN = 300  # a bigger cluster lists its first members (closest to the original)
-OTHER_EDGES_SHOWN = 200
+MEMBERS_SHOWN = 150  # a bigger cluster lists the members closest to the original
+OTHER_EDGES_SHOWN = 100
 SEARCH_HITS = 20_000
 TEXT_SEARCHED = 3_000  # clusters whose original's text a search reads, in queue order
 STATUSES = ("waiting", "reviewed", "all")
@@ -260,7 +260,10 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
         if start in (x, y):
             direct[y if x == start else x] = e
     tree = {m.edge for m in members if m.edge is not None}
-    others = [e for e in edges.tolist() if e not in tree][:OTHER_EDGES_SHOWN]
+    others = [e for e in edges.tolist() if e not in tree]
+    # Undecided first, the most similar first among them: what a reviewer looks at next.
+    others.sort(key=lambda e: (table.decision[e] != clusters.UNDECIDED, -table.similarity[e]))
+    others = others[:OTHER_EDGES_SHOWN]
     decision_ids = {int(table.decision_id[e]) for e in tree | set(others)} - {0}
     decisions = Decision.objects.select_related("decided_by").in_bulk(decision_ids)
 

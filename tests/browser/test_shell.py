@@ -33,6 +33,8 @@ def test_anonymous_visitor_signs_in_in_chinese_or_english(page, users, shot):
     page.click("form.stack button[type=submit]")
     expect(page).to_have_url(re.compile(r"/upload/$"))
     expect(page.locator("h1")).to_have_text("Upload articles")
+    expect(page.locator(".nav")).to_contain_text("Queue")
+    shot(page, "01b-upload-english")
 
 
 def test_editor_cannot_reach_admin_pages(page, sign_in, shot):

@@ -183,6 +183,12 @@ def test_queue_escapes_titles(editor_client, chain):
     assert XSS not in html and "&lt;script&gt;" in html
 
 
+def test_cluster_page_escapes_titles(editor_client, chain):
+    Article.objects.filter(id=chain[1].id).update(title=XSS, source="<b>src</b>")
+    html = editor_client.get(f"/clusters/{chain[0].id}/?k=3").content.decode()
+    assert XSS not in html and "&lt;script&gt;" in html and "<b>src" not in html
+
+
 def test_compare_never_links_a_javascript_url(editor_client, chain):
     Article.objects.filter(id=chain[0].id).update(url="javascript:alert(1)")
     html = editor_client.get(f"/compare/{chain[0].id}/{chain[1].id}/").content.decode()

@@ -36,7 +36,9 @@ def workers_ping() -> Callable[[], dict]:
 
     The answer is cached for 10 s, and the wait never exceeds about 0.5 s: the ping runs in a
     thread, so a broker that does not answer (connection retries) cannot hold the page, and
-    the page's own queries run meanwhile."""
+    the page's own queries run meanwhile. A slow broker (the file broker of `./dev serve`
+    answers in about a second) still has its answer cached for the next request; until then
+    the last answer, or "checking", is shown."""
     cached = cache.get(WORKERS_CACHE_KEY)
     if cached is not None:
         return lambda: cached
@@ -47,21 +49,23 @@ def workers_ping() -> Callable[[], dict]:
         from dedup.celery import app
 
         try:
-            found["replies"] = app.control.inspect(timeout=PING_TIMEOUT).ping() or {}
+            replies = app.control.inspect(timeout=PING_TIMEOUT).ping() or {}
+            status = {"ok": bool(replies), "names": sorted(replies), "error": ""}
         except Exception as exc:  # a broker that is down must not break the page
-            found["error"] = str(exc) or exc.__class__.__name__
+            status = {"ok": False, "names": [], "error": str(exc) or exc.__class__.__name__}
+        found["status"] = status
+        cache.set(WORKERS_CACHE_KEY, status, WORKERS_CACHE_SECONDS)
+        cache.set(WORKERS_CACHE_KEY + ":last", status, 600)
 
     thread = threading.Thread(target=ping, daemon=True)
     thread.start()
 
     def wait() -> dict:
         thread.join(max(0.0, PING_TIMEOUT + 0.1 - (time.monotonic() - started)))
-        if "replies" in found:
-            status = {"ok": bool(found["replies"]), "names": sorted(found["replies"]), "error": ""}
-        else:
-            status = {"ok": False, "names": [], "error": found.get("error", "no answer in time")}
-        cache.set(WORKERS_CACHE_KEY, status, WORKERS_CACHE_SECONDS)
-        return status
+        if "status" in found:
+            return found["status"]
+        last = cache.get(WORKERS_CACHE_KEY + ":last")
+        return last or {"ok": None, "names": [], "error": ""}  # None: no answer yet
 
     return wait
 

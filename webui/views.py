@@ -31,44 +31,45 @@ def _wants_json(request: HttpRequest) -> bool:
 @require_http_methods(["GET", "POST"])
 def upload_page(request: HttpRequest) -> HttpResponse:
     """Show the upload form and recent uploads; store posted files for the workers."""
-    form = UploadForm(request.POST or None, request.FILES or None)
+    form = UploadForm(request.POST, request.FILES) if request.method == "POST" else UploadForm()
     if request.method == "POST":
-        created, problems = [], []
-        if form.is_valid():
-            for file in form.cleaned_data["files"]:
-                try:
-                    created.append(
-                        services.upload_create(file=file, name=file.name, user=request.user)
-                    )
-                except UploadTooLarge as exc:  # the form checks first; the service has the word
-                    problems.append(str(exc))
-        else:
-            problems = [str(e) for errors in form.errors.values() for e in errors]
-        if _wants_json(request):
+        created, problems = _uploads_store(form, request.user)
+        if _wants_json(request):  # upload.js: one file per request
             rows = [_upload_row(selectors.upload_status(upload_id=u.pk)) for u in created]
             return JsonResponse(
                 {"uploads": rows, "errors": problems},
-                status=400 if problems and not created else 202,
+                status=202 if created else 400,
                 json_dumps_params={"ensure_ascii": False},
             )
-        for problem in problems:
-            messages.error(request, problem)
         if created:
-            messages.success(
-                request,
-                ngettext(
-                    "%(n)d file received: the workers read it in the background.",
-                    "%(n)d files received: the workers read them in the background.",
-                    len(created),
-                )
-                % {"n": len(created)},
+            for problem in problems:
+                messages.error(request, problem)
+            message = ngettext(
+                "%(n)d file received: the workers read it in the background.",
+                "%(n)d files received: the workers read them in the background.",
+                len(created),
             )
+            messages.success(request, message % {"n": len(created)})
             return redirect("webui:upload_page")
+        for problem in problems if form.is_valid() else []:
+            form.add_error(None, problem)  # the form shows its own errors
     ids = UploadBatch.objects.order_by("-id").values_list("id", flat=True)[:RECENT_UPLOADS]
     uploads = [_upload_row(selectors.upload_status(upload_id=pk)) for pk in ids]
-    status = 400 if request.method == "POST" else 200
     context = {"form": form, "uploads": uploads, "max_mb": settings.DEDUP_MAX_UPLOAD_BYTES // 2**20}
-    return render(request, "webui/upload.html", context, status=status)
+    return render(request, "webui/upload.html", context, status=400 if form.errors else 200)
+
+
+def _uploads_store(form: UploadForm, user) -> tuple[list[UploadBatch], list[str]]:
+    """Store each file of a valid form; return the uploads made and the messages of failures."""
+    if not form.is_valid():
+        return [], [str(e) for errors in form.errors.values() for e in errors]
+    created, problems = [], []
+    for file in form.cleaned_data["files"]:
+        try:
+            created.append(services.upload_create(file=file, name=file.name, user=user))
+        except UploadTooLarge as exc:  # the form checks first; the service has the last word
+            problems.append(str(exc))
+    return created, problems
 
 
 @editor_required

@@ -221,6 +221,11 @@ def test_bad_upload_says_what_to_do_and_creates_nothing(editor_client, name, con
     assert not UploadBatch.objects.exists()
 
 
+def test_refused_file_is_named_once_beside_the_form(editor_client):
+    response = editor_client.post("/upload/", {"files": [SimpleUploadedFile("x.pdf", b"%PDF")]})
+    assert response.content.decode().count("x.pdf：无法读取 .pdf 文件") == 1
+
+
 def test_too_large_upload_names_the_limit(editor_client, settings):
     settings.DEDUP_MAX_UPLOAD_BYTES = 2 * 2**20
     big = SimpleUploadedFile("big.jsonl", b"x" * (3 * 2**20))

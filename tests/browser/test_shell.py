@@ -86,18 +86,37 @@ def test_upload_shows_progress_until_done_with_row_errors(
     assert page.js_errors == []
 
 
-def test_bad_files_are_refused_with_a_message(page, sign_in, tmp_path, shot):
+def test_files_chosen_with_u_or_dropped_and_bad_ones_refused(page, sign_in, tmp_path, shot):
     sign_in(page, "editor", "/upload/")
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     pdf = tmp_path / "report.pdf"
     pdf.write_bytes(b"%PDF-1.4")
-    page.set_input_files("#id_files", [str(empty), str(pdf)])
+    expect(page.locator("#id_files")).to_have_attribute("data-key", "u")  # upload.js ran
+    with page.expect_file_chooser() as chooser:
+        page.keyboard.press("u")
+    chooser.value.set_files([str(empty), str(pdf)])
     errors = page.locator("#upload-errors li")
     expect(errors).to_have_count(2)
     expect(errors.first).to_contain_text("empty.jsonl")
+    expect(errors.last).to_contain_text("report.pdf")
     expect(page.locator("#uploads-empty")).to_be_visible()
     shot(page, "04-upload-refused")
+
+    dropped = page.evaluate_handle(
+        """() => {
+            const data = new DataTransfer();
+            data.items.add(new File(['{"text": "拖放上传的文章"}\\n'], "dropped.jsonl"));
+            return data;
+        }"""
+    )
+    page.dispatch_event("#dropzone", "drop", {"dataTransfer": dropped})
+    row = page.locator("#uploads .upload").first
+    expect(row.locator(".upload-name")).to_have_text("dropped.jsonl")
+    expect(errors).to_have_count(0)
+    from dedup.models import UploadBatch
+
+    assert list(UploadBatch.objects.values_list("name", flat=True)) == ["dropped.jsonl"]
 
 
 def test_admin_sees_the_overview(page, sign_in, shot, tmp_path):

@@ -42,6 +42,8 @@ def test_editor_cannot_reach_admin_pages(page, sign_in, shot):
     expect(page.locator(".nav")).not_to_contain_text("概览")
     response = page.goto("/overview/")
     assert response.status == 403
+    expect(page.locator("h1")).to_have_text("你的账号无权打开此页面")
+    shot(page, "06-editor-403")
     response = page.goto("/admin/dedup/settings/")
     # Django admin sends a non-staff user to its own sign-in, which says they are not allowed.
     expect(page).to_have_url(re.compile(r"/admin/login/"))

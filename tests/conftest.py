@@ -8,6 +8,9 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SECRET_KEY", "tests-only-secret")
 os.environ.setdefault("DEDUP_VAR_DIR", "/tmp/dedup-tests-var")
 
+# A real Celery worker and wait_until, for tests/service and tests/browser.
+pytest_plugins = ["tests.workers"]
+
 
 def pytest_configure(config):
     """Load Django with the settings above (pytest-django reads the environment too early)."""

@@ -1,0 +1,146 @@
+"""Editors' decisions: a pair is a duplicate or not, an article is a cluster's original.
+
+Two editors on the same cluster must not overwrite each other silently: every write carries
+the id of the latest decision the editor saw (0 for none), and is refused when a newer one
+exists. The check and the write happen under a row lock on the pair's first article, so two
+requests cannot both pass the check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from dedup.models import Article, Decision, Verdict
+
+PAIR_VERDICTS = (Verdict.DUPLICATE, Verdict.NOT_DUPLICATE)
+
+
+class DecisionConflict(Exception):
+    """Someone decided meanwhile; the message says who, what and when."""
+
+    def __init__(self, latest: Decision) -> None:
+        self.latest = latest
+        super().__init__(decision_conflict_message(latest))
+
+
+class DecisionInvalid(Exception):
+    """The decision asked for cannot be recorded (the message says why)."""
+
+
+@dataclass(frozen=True)
+class PairDecision:
+    a: int
+    b: int
+    seen: int  # the id of the latest decision the editor saw on the pair, 0 for none
+
+
+def decision_conflict_message(latest: Decision) -> str:
+    """Return what to tell an editor whose view of a pair is out of date."""
+    who = (
+        latest.decided_by.get_full_name() or latest.decided_by.username
+        if latest.decided_by
+        else _("someone")
+    )
+    when = timezone.localtime(latest.decided_at).strftime("%H:%M")
+    if latest.b_id is None:
+        what = _("chose article %(id)s as the original") % {"id": latest.a_id}
+    else:
+        what = _("marked this pair %(verdict)s") % {"verdict": latest.get_verdict_display()}
+    return _("%(who)s %(what)s at %(when)s; reload to see it.") % {
+        "who": who,
+        "what": what,
+        "when": when,
+    }
+
+
+def _check_seen(latest: Decision | None, seen: int) -> None:
+    if latest is None and seen:
+        raise DecisionInvalid(_("That decision is gone; reload the page."))
+    if latest is not None and latest.id != seen:
+        raise DecisionConflict(latest)
+
+
+def pair_latest(a_id: int, b_id: int) -> Decision | None:
+    """Return the decision that counts for a pair: the latest."""
+    lo, hi = sorted((a_id, b_id))
+    return (
+        Decision.objects.filter(a_id=lo, b_id=hi)
+        .select_related("decided_by")
+        .order_by("-id")
+        .first()
+    )
+
+
+def _pair_record(pair: PairDecision, verdict: str, user, note: str) -> Decision:
+    lo, hi = sorted((pair.a, pair.b))
+    if lo == hi:
+        raise DecisionInvalid(_("An article cannot be compared with itself."))
+    locked = list(Article.objects.select_for_update().filter(id__in=(lo, hi)).values_list("id"))
+    if len(locked) != 2:
+        raise DecisionInvalid(_("One of these articles no longer exists; reload the page."))
+    latest = pair_latest(lo, hi)
+    _check_seen(latest, pair.seen)
+    return Decision.objects.create(a_id=lo, b_id=hi, verdict=verdict, decided_by=user, note=note)
+
+
+@transaction.atomic
+def decision_record(
+    *, a_id: int, b_id: int, verdict: str, user, seen: int, note: str = ""
+) -> Decision:
+    """Record a verdict on a pair unless someone decided after the decision `seen`."""
+    if verdict not in PAIR_VERDICTS:
+        raise DecisionInvalid(_("Choose duplicate or not a duplicate."))
+    return _pair_record(PairDecision(a_id, b_id, seen), verdict, user, note)
+
+
+def decisions_bulk(*, pairs: list[PairDecision], verdict: str, user) -> tuple[int, list[str]]:
+    """Record one verdict on many pairs; return how many were recorded and the conflicts.
+
+    Each pair is its own transaction: a conflict on one leaves the others recorded, and the
+    editor is told which to look at again."""
+    if verdict not in PAIR_VERDICTS:
+        raise DecisionInvalid(_("Choose duplicate or not a duplicate."))
+    recorded, problems = 0, []
+    for pair in pairs:
+        try:
+            with transaction.atomic():
+                _pair_record(pair, verdict, user, "")
+            recorded += 1
+        except DecisionConflict as error:
+            problems.append(f"{pair.a} ~ {pair.b}: {error}")
+        except DecisionInvalid as error:
+            problems.append(f"{pair.a} ~ {pair.b}: {error}")
+    return recorded, problems
+
+
+def original_latest(member_ids: list[int]) -> Decision | None:
+    """Return the latest "original" choice among a cluster's members."""
+    return (
+        Decision.objects.filter(a_id__in=member_ids, b__isnull=True, verdict=Verdict.ORIGINAL)
+        .select_related("decided_by")
+        .order_by("-id")
+        .first()
+    )
+
+
+@transaction.atomic
+def original_choose(*, article_id: int, member_ids: list[int], user, seen: int) -> Decision:
+    """Make an article its cluster's original unless someone chose one after `seen`."""
+    if article_id not in member_ids:
+        raise DecisionInvalid(_("That article is not in this cluster any more; reload the page."))
+    # Lock the members in id order (no deadlock between two editors) before reading.
+    list(
+        Article.objects.select_for_update()
+        .filter(id__in=member_ids)
+        .order_by("id")
+        .values_list("id")
+    )
+    latest = original_latest(member_ids)
+    _check_seen(latest, seen)
+    return Decision.objects.create(
+        a_id=article_id, b=None, verdict=Verdict.ORIGINAL, decided_by=user
+    )

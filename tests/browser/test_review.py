@@ -1,0 +1,140 @@
+"""In a real browser, the editor's day: upload, watch it finish, open the queue and a cluster,
+read the diff, move the threshold, confirm one pair and reject another, export; and the XSS case."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.texts import ARTICLE, FILLER, OTHER, stranger
+
+XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
+ROWS = [
+    {"title": "新年讲话（原文）", "text": ARTICLE, "source": "新华社"},
+    {
+        "title": "新年讲话（改字转载）",
+        "text": ARTICLE.replace("持续快速健康", "持续健康").replace("大幅度", "较大幅度"),
+        "source": "网易转载",
+    },
+    {
+        "title": "<script>window.__xss=1</script>新年讲话",
+        "text": XSS + ARTICLE.replace("人民生活", "群众生活"),
+        "source": "论坛转帖",
+    },
+    {"title": "全省粮食再获丰收", "text": OTHER, "source": "本报"},
+    {
+        "title": "全省粮食再获丰收（转载）",
+        "text": OTHER.replace("明显成效", "显著成效"),
+        "source": "新浪转载",
+    },
+    {
+        "title": "粮食丰收（删节）",
+        "text": OTHER.replace("农村改革不断深化，", ""),
+        "source": "搜狐转载",
+    },
+    {"title": "城市交通评论", "text": FILLER[: len(FILLER) // 2], "source": "评论"},
+    {
+        "title": "城市交通评论（转帖）",
+        "text": FILLER[: len(FILLER) // 2].replace("此外，", "另外，"),
+    },
+    *({"title": f"无关文章{i}", "text": stranger(i)} for i in range(3)),
+]
+
+
+@pytest.fixture
+def corpus(page, sign_in, worker, wait_until, tmp_path, shot):
+    """Upload the corpus through the upload page and wait until the workers matched it."""
+    path = tmp_path / "news.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ROWS), "utf-8")
+    sign_in(page, "editor", "/upload/")
+    page.set_input_files("#id_files", str(path))
+    row = page.locator("#uploads .upload").first
+    expect(row).to_have_class(re.compile(r"state-done"), timeout=30_000)
+    expect(row.locator("[data-field=accepted]")).to_have_text(str(len(ROWS)))
+    from dedup.models import Article
+
+    return {a.title: a.pk for a in Article.objects.all()}
+
+
+def test_editor_reviews_a_cluster_from_upload_to_export(page, corpus, shot, tmp_path):
+    original = corpus["新年讲话（原文）"]
+    copy = corpus["新年讲话（改字转载）"]
+    page.goto("/")
+    expect(page.locator("h1")).to_have_text("待审队列")
+    rows = page.locator(".cluster-row")
+    talk = rows.filter(has_text="新年讲话（原文）")
+    expect(rows).to_have_count(3)
+    expect(talk.locator(".size")).to_have_text("3")
+    shot(page, "10-queue")
+
+    # The threshold slider re-draws the list from the stored matches: at k = 0 only the
+    # copies with identical fingerprints stay; at k = 4 the shortened copy joins its original.
+    page.locator("#k").fill("0")
+    expect(page.locator("#k-out")).to_have_text("0")
+    expect(talk).to_have_count(0)
+    expect(rows).to_have_count(2)
+    shot(page, "11-queue-k0")
+    page.locator("#k").fill("4")
+    expect(rows.filter(has_text="全省粮食再获丰收").locator(".size")).to_have_text("3")
+    page.locator("#k").fill("3")
+    expect(talk.locator(".size")).to_have_text("3")
+    expect(talk.locator("a").first).to_have_attribute("href", re.compile(r"k=3"))
+
+    talk.locator("a").first.click()
+    expect(page).to_have_url(re.compile(rf"/clusters/{original}/"))
+    members = page.locator("table.members tbody tr")
+    expect(members).to_have_count(3)
+    shot(page, "12-cluster")
+
+    # Side by side: word-level insertions and deletions are highlighted.
+    page.locator(f'a[data-act=c][href^="/compare/{original}/{copy}/"]').click()
+    expect(page).to_have_url(re.compile(rf"/compare/{original}/{copy}/"))
+    expect(page.locator(".sides mark.del").first).to_be_visible()
+    expect(page.locator(".sides mark.ins").first).to_be_visible()
+    assert page.locator(".sides mark.del").count() >= 2
+    shot(page, "13-compare")
+
+    # Confirm this pair with its shortcut, then reject the other one from the cluster page.
+    page.keyboard.press("d")
+    expect(page.locator(".messages")).to_contain_text(f"{original} ~ {copy}")
+    page.goto(f"/clusters/{original}/")
+    xss_row = page.locator("table.members tbody tr", has_text="论坛转帖")
+    xss_row.locator("button[data-act=n]").click()
+    expect(page.locator(".messages")).to_be_visible()
+    expect(members).to_have_count(2)  # a pair that is not a duplicate is never flagged again
+    shot(page, "14-decided")
+
+    from dedup.models import Decision
+
+    verdicts = sorted(Decision.objects.values_list("verdict", flat=True))
+    assert verdicts == ["duplicate", "not_duplicate"]
+
+    page.goto("/")
+    with page.expect_download() as info:
+        page.locator('a[href="/export/decisions.csv"]').click()
+    saved = tmp_path / "decisions.csv"
+    info.value.save_as(saved)
+    table = list(csv.reader(saved.read_text(encoding="utf-8-sig").splitlines()))
+    assert table[0][:4] == ["decision", "article_a", "article_b", "verdict"]
+    assert sorted(r[3] for r in table[1:]) == ["duplicate", "not_duplicate"]
+    assert {r[4] for r in table[1:]} == {"editor"}
+    assert page.js_errors == []
+
+
+def test_script_in_an_article_shows_as_text_and_runs_nothing(page, corpus, shot):
+    original = corpus["新年讲话（原文）"]
+    hostile = corpus["<script>window.__xss=1</script>新年讲话"]
+    page.goto(f"/clusters/{original}/")
+    expect(page.locator("table.members")).to_contain_text("<script>window.__xss=1</script>新年讲话")
+    page.goto(f"/compare/{original}/{hostile}/")
+    expect(page.locator(".sides")).to_contain_text("<script>window.__xss=1</script>")
+    expect(page.locator(".sides")).to_contain_text('onerror="window.__xss=2"')
+    assert page.locator(".sides script, .sides img").count() == 0
+    shot(page, "15-xss-as-text")
+    page.goto("/")
+    expect(page.locator(".cluster-row")).to_have_count(3)
+    assert page.evaluate("typeof window.__xss") == "undefined"

@@ -1,0 +1,222 @@
+"""Clusters from stored matches: components, chains, rejected pairs, thresholds, originals."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from dedup import clusters
+from dedup.clusters import (
+    DUPLICATE,
+    REJECTED,
+    UNDECIDED,
+    MatchTable,
+    QueueFilter,
+    cluster_queue,
+    components,
+    member_paths,
+)
+
+
+def table(edges, *, n=None, dated=None, decisions=None, chosen=None, lengths=None, sources=None):
+    """Build a match table from (a, b, kind, distance, similarity) over nodes 0..n-1."""
+    n = n or 1 + max(max(e[0], e[1]) for e in edges)
+    m = len(edges)
+    return MatchTable(
+        a=np.array([e[0] for e in edges], np.int32),
+        b=np.array([e[1] for e in edges], np.int32),
+        kind=np.array([clusters.KIND_CODES[e[2]] for e in edges], np.int8),
+        distance=np.array([-1 if e[3] is None else e[3] for e in edges], np.int16),
+        similarity=np.array([e[4] for e in edges], np.float32),
+        decision=np.array(decisions or [UNDECIDED] * m, np.int8),
+        decision_id=np.zeros(m, np.int64),
+        match_id=np.arange(1, m + 1, dtype=np.int64),
+        article_id=np.arange(10, 10 + n, dtype=np.int64),
+        dated=np.array(dated or list(range(n)), np.int64),
+        length=np.array(lengths or [800] * n, np.int32),
+        source=np.array(sources or [0] * n, np.int32),
+        sources=["a", "b"],
+        titles=[f"title {i} news" for i in range(n)],
+        chosen=np.array(chosen or [0] * n, np.int64),
+        pair_keys=np.zeros(0, np.int64),
+        pair_order=np.zeros(0, np.int64),
+    )
+
+
+def groups(clustering):
+    """Return the clusters as sets of article ids."""
+    out = []
+    for c in range(len(clustering.size)):
+        out.append({int(clustering.table.article_id[i]) for i in clustering.members(c)})
+    return sorted(out, key=min)
+
+
+def test_components_label_each_node_with_least_node_of_its_component():
+    a = np.array([0, 1, 3, 6])
+    b = np.array([1, 2, 4, 5])
+    assert components(7, a, b).tolist() == [0, 0, 0, 3, 3, 5, 5]
+
+
+def test_components_of_a_long_chain_in_reverse_order_converge():
+    n = 2000
+    a = np.arange(n - 2, -1, -1)
+    assert set(components(n, a, a + 1).tolist()) == {0}
+
+
+def test_components_match_a_plain_union_find_on_random_graphs():
+    rng = np.random.default_rng(7)
+    n = 500
+    a, b = rng.integers(0, n, 400), rng.integers(0, n, 400)
+    parent = list(range(n))
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for x, y in zip(a, b, strict=True):
+        parent[find(x)] = find(y)
+    labels = components(n, a, b)
+    for x in range(n):
+        for y in range(0, n, 37):
+            assert (labels[x] == labels[y]) == (find(x) == find(y))
+
+
+def test_chain_makes_one_cluster_and_paths_show_the_link():
+    t = table([(0, 1, "near", 2, 0.8), (1, 2, "near", 3, 0.7)])  # 0 ~ 1 ~ 2, 0 far from 2
+    found = t.clustering(3, 0.0)
+    assert groups(found) == [{10, 11, 12}]
+    members, _ = member_paths(found, 0)
+    assert [(m.article_id, m.hops, m.via) for m in members] == [
+        (10, 0, None),
+        (11, 1, 10),
+        (12, 2, 11),
+    ]
+
+
+def test_lower_threshold_splits_a_chain():
+    t = table([(0, 1, "near", 2, 0.8), (1, 2, "near", 3, 0.7)])
+    assert groups(t.clustering(2, 0.0)) == [{10, 11}]
+
+
+def test_clusters_only_merge_as_threshold_grows():
+    rng = np.random.default_rng(3)
+    edges = [
+        (int(x), int(y), "near", int(d), float(s))
+        for x, y, d, s in zip(
+            rng.integers(0, 60, 80),
+            rng.integers(60, 120, 80),
+            rng.integers(0, 5, 80),
+            rng.random(80),
+            strict=True,
+        )
+    ]
+    t = table(edges, n=120)
+    previous = None
+    for k in range(5):
+        labels = t.clustering(k, 0.3).label
+        if previous is not None:
+            together = previous[:, None] == previous[None, :]
+            same = labels[:, None] == labels[None, :]
+            assert np.all(same[together & (previous[:, None] >= 0)])
+        previous = labels
+
+
+def test_rejected_pair_is_never_shown_again():
+    t = table([(0, 1, "near", 1, 0.9), (1, 2, "near", 1, 0.9)], decisions=[REJECTED, UNDECIDED])
+    assert groups(t.clustering(4, 0.0)) == [{11, 12}]
+
+
+def test_exact_always_shown_and_partial_ignores_distance():
+    t = table([(0, 1, "exact", 0, 1.0), (2, 3, "partial", 30, 0.6), (4, 5, "near", 4, 0.9)])
+    assert groups(t.clustering(0, 0.5)) == [{10, 11}, {12, 13}]
+    assert groups(t.clustering(0, 0.7)) == [{10, 11}]
+
+
+def test_similarity_cut_off_hides_weak_near_matches():
+    t = table([(0, 1, "near", 1, 0.45), (0, 2, "near", 1, 0.95)])
+    assert groups(t.clustering(3, 0.5)) == [{10, 12}]
+
+
+def test_original_is_the_earliest_unless_an_editor_chose_one():
+    edges = [(0, 1, "near", 1, 0.9), (1, 2, "near", 1, 0.9)]
+    early = table(edges, dated=[50, 20, 30])
+    assert early.clustering(3, 0).original.tolist() == [1]
+    chosen = table(edges, dated=[50, 20, 30], chosen=[0, 0, 7])
+    assert chosen.clustering(3, 0).original.tolist() == [2]
+    tie = table(edges, dated=[5, 5, 5])
+    assert tie.clustering(3, 0).original.tolist() == [0]
+
+
+def test_queue_shows_waiting_clusters_largest_first():
+    edges = [(0, 1, "near", 1, 0.9), (2, 3, "near", 1, 0.9), (3, 4, "near", 1, 0.9)]
+    t = table(edges, decisions=[DUPLICATE, UNDECIDED, UNDECIDED])
+    found = t.clustering(3, 0)
+    waiting = cluster_queue(found, QueueFilter())
+    assert [groups_of(found, c) for c in waiting] == [{12, 13, 14}]
+    everything = cluster_queue(found, QueueFilter(status="all"))
+    assert [groups_of(found, c) for c in everything] == [{12, 13, 14}, {10, 11}]
+    reviewed = cluster_queue(found, QueueFilter(status="reviewed"))
+    assert [groups_of(found, c) for c in reviewed] == [{10, 11}]
+
+
+def test_queue_filters_by_source_band_date_and_hits():
+    edges = [(0, 1, "near", 1, 0.9), (2, 3, "near", 1, 0.9)]
+    t = table(edges, sources=[0, 0, 0, 1], lengths=[100, 100, 900, 900], dated=[1, 2, 30, 40])
+    found = t.clustering(3, 0)
+
+    def shown(**kw):
+        return [groups_of(found, c) for c in cluster_queue(found, QueueFilter(status="all", **kw))]
+
+    assert shown(source="b") == [{12, 13}]
+    assert shown(source="nowhere") == []
+    assert shown(band="short") == [{10, 11}]
+    assert shown(date_from=35) == [{12, 13}]
+    assert shown(date_to=10) == [{10, 11}]
+    assert shown(hits=np.array([11, 999])) == [{10, 11}]
+
+
+def test_title_search_ignores_letter_case():
+    t = table([(0, 1, "near", 1, 0.9)])
+    assert t.title_search("TITLE 1").tolist() == [11]
+    assert t.title_search("nothing").tolist() == []
+
+
+def groups_of(found, c):
+    return {int(found.table.article_id[i]) for i in found.members(c)}
+
+
+@pytest.mark.django_db
+def test_table_load_reads_matches_decisions_and_articles(django_user_model):
+    from dedup.models import Article, Decision, Match
+
+    when = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+    made = [
+        Article.objects.create(body=f"text {i}", dated_at=when, length=100 + i, source="s")
+        for i in range(4)
+    ]
+    ids = [a.id for a in made]
+    Match.objects.create(a_id=ids[0], b_id=ids[1], kind="near", distance=2, similarity=0.8)
+    Match.objects.create(a_id=ids[1], b_id=ids[2], kind="partial", distance=None, similarity=0.6)
+    Decision.objects.create(a_id=ids[0], b_id=ids[1], verdict="duplicate")
+    Decision.objects.create(a_id=ids[0], b_id=ids[1], verdict="not_duplicate")
+    Decision.objects.create(a_id=ids[2], verdict="original")
+    clusters.table_forget()
+    t = clusters.match_table()
+    assert t.article_id.tolist() == ids[:3]
+    assert t.decision.tolist() == [REJECTED, UNDECIDED]
+    assert t.distance.tolist() == [2, -1]
+    assert t.length.tolist() == [100, 101, 102]
+    assert t.chosen[2] > 0
+    found = t.clustering(4, 0)
+    assert groups(found) == [{ids[1], ids[2]}]
+    assert t.article_id[found.original[0]] == ids[2]
+    assert clusters.match_table() is t  # nothing changed: the cached table
+    Decision.objects.create(a_id=ids[2], b_id=ids[1], verdict="duplicate")
+    again = clusters.match_table()
+    assert again is not t and again.decision.tolist() == [REJECTED, DUPLICATE]
+    assert t.decision.tolist() == [REJECTED, UNDECIDED]  # a copy: clusterings stay consistent
+    Match.objects.create(a_id=ids[2], b_id=ids[3], kind="exact", distance=0, similarity=1.0)
+    assert len(clusters.match_table().article_id) == 4

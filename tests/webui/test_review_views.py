@@ -1,0 +1,353 @@
+"""The review pages and actions: access, bad input, decisions, conflicts, exports, escaping."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from dedup import clusters
+from dedup.models import Article, Decision, Match, Settings
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>alert(1)</script>"
+WHEN = dt.datetime(2024, 5, 1, 8, tzinfo=dt.UTC)
+
+
+@pytest.fixture(autouse=True)
+def fresh_table():
+    clusters.table_forget()  # each test's transaction starts from its own rows
+    yield
+    clusters.table_forget()
+
+
+def user_in(django_user_model, group: str | None, name: str):
+    user = django_user_model.objects.create_user(name, password="pw")
+    if group:
+        user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+@pytest.fixture
+def editor(django_user_model):
+    return user_in(django_user_model, "editor", "li.wei")
+
+
+@pytest.fixture
+def editor_client(editor):
+    client = Client()
+    client.force_login(editor)
+    return client
+
+
+def article(n: int, body: str = "", **kw) -> Article:
+    text = body or f"今天北京的天气很好，我们去公园散步。第{n}篇文章的内容在这里。"
+    fields = {"title": f"标题 {n}", "source": "人民日报", "length": len(text), **kw}
+    fields.setdefault("dated_at", WHEN + dt.timedelta(hours=n))
+    return Article.objects.create(body=text, **fields)
+
+
+@pytest.fixture
+def chain():
+    """Three articles: a ~ b (distance 2), b ~ c (distance 3); a and c far apart."""
+    a, b, c = article(1), article(2), article(3, body=f"正文 {XSS} 今天北京的天气很好")
+    Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.81)
+    Match.objects.create(a=b, b=c, kind="near", distance=3, similarity=0.62)
+    return a, b, c
+
+
+def test_anonymous_is_sent_to_sign_in_from_every_page(chain):
+    a, b, _c = chain
+    client = Client()
+    for url in ["/", "/queue/results/", f"/clusters/{a.id}/", f"/compare/{a.id}/{b.id}/"]:
+        response = client.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"], url
+    for url in ["/export/decisions.csv", "/export/clusters.csv"]:
+        assert client.get(url).status_code == 302
+
+
+def test_signed_in_user_without_a_role_gets_403(django_user_model, chain):
+    client = Client()
+    client.force_login(user_in(django_user_model, None, "nobody"))
+    assert client.get("/").status_code == 403
+    response = client.post("/decisions/", {"pick": f"duplicate:{chain[0].id}:{chain[1].id}:0"})
+    assert response.status_code == 403
+    assert not Decision.objects.exists()
+
+
+def test_admin_reviews_too(django_user_model, chain):
+    client = Client()
+    client.force_login(user_in(django_user_model, "admin", "boss"))
+    assert client.get("/").status_code == 200
+
+
+def test_queue_lists_the_chain_as_one_cluster_with_counts(editor_client, chain):
+    response = editor_client.get("/?k=3")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f"/clusters/{chain[0].id}/?k=3" in html
+    assert response.context["counts"]["clusters"] == 1
+    assert response.context["counts"]["articles"] == 3
+    assert "<svg" in html  # the distance histogram
+
+
+def test_lower_threshold_splits_the_chain(editor_client, chain):
+    response = editor_client.get("/queue/results/?k=2&status=all")
+    assert response.context["counts"]["clusters"] == 1
+    assert response.context["counts"]["articles"] == 2
+    assert b"<html" not in response.content  # a partial, for the slider
+
+
+def test_queue_slider_values_out_of_range_are_clamped(editor_client, chain):
+    response = editor_client.get("/?k=99&s=-3")
+    assert response.status_code == 200
+    threshold = response.context["threshold"]
+    assert (threshold.k, threshold.s) == (Settings.load().k_max, 0.0)
+
+
+@pytest.mark.parametrize("query", ["k=abc", "s=nan", "s=x", "from=31/05/2024"])
+def test_queue_bad_values_get_400_with_a_message(editor_client, chain, query):
+    response = editor_client.get(f"/?{query}")
+    assert response.status_code == 400
+    assert response.context["message"]
+
+
+def test_queue_filters_and_search(editor_client, chain):
+    def listed(query):
+        return editor_client.get(f"/queue/results/?k=3&status=all&{query}").context["counts"][
+            "listed"
+        ]
+
+    assert listed("source=人民日报") == 1
+    assert listed("source=新浪") == 0
+    assert listed("band=short") == 1
+    assert listed("band=long") == 0
+    assert listed("q=标题 2") == 1
+    assert listed("q=公园散步") == 1  # text search
+    assert listed("q=不存在的词") == 0
+    assert listed("from=2024-05-02") == 0
+    assert listed("from=2024-05-01&to=2024-05-01") == 1
+
+
+def test_queue_empty_state_says_what_to_do(editor_client):
+    response = editor_client.get("/")
+    assert response.status_code == 200
+    assert "empty" in response.content.decode()
+
+
+def test_cluster_page_shows_members_paths_and_distances(editor_client, chain):
+    a, b, c = chain
+    response = editor_client.get(f"/clusters/{c.id}/?k=3")
+    assert response.status_code == 200
+    assert response.context["members"] is not None
+    rows = response.context["rows"]
+    assert [r["member"].article_id for r in rows] == [a.id, b.id, c.id]
+    assert [r["member"].via for r in rows] == [None, a.id, b.id]
+    assert rows[1]["distance"] == 2 and rows[1]["similarity"] == "0.810"
+    assert rows[2]["similarity"] == ""  # not matched with the original directly
+    html = response.content.decode()
+    assert 'name="pair"' in html and 'data-act="d"' in html
+    assert XSS not in html
+
+
+def test_cluster_page_of_an_unclustered_article_explains(editor_client, chain):
+    response = editor_client.get(f"/clusters/{chain[2].id}/?k=2")
+    assert response.status_code == 200
+    assert response.context["members"] is None
+
+
+def test_bad_ids_are_404(editor_client, chain):
+    assert editor_client.get("/clusters/999999/").status_code == 404
+    assert editor_client.get(f"/compare/{chain[0].id}/999999/").status_code == 404
+    assert editor_client.get(f"/compare/{chain[0].id}/{chain[0].id}/").status_code == 404
+
+
+def test_compare_highlights_word_changes_and_escapes_text(editor_client, chain):
+    a, _b, c = chain
+    response = editor_client.get(f"/compare/{a.id}/{c.id}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<mark class="del">' in html and '<mark class="ins">' in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert XSS not in html
+
+
+def test_queue_escapes_titles(editor_client, chain):
+    Article.objects.filter(id=chain[0].id).update(title=XSS)
+    html = editor_client.get("/?k=3").content.decode()
+    assert XSS not in html and "&lt;script&gt;" in html
+
+
+def test_cluster_page_escapes_titles(editor_client, chain):
+    Article.objects.filter(id=chain[1].id).update(title=XSS, source="<b>src</b>")
+    html = editor_client.get(f"/clusters/{chain[0].id}/?k=3").content.decode()
+    assert XSS not in html and "&lt;script&gt;" in html and "<b>src" not in html
+
+
+def test_compare_never_links_a_javascript_url(editor_client, chain):
+    Article.objects.filter(id=chain[0].id).update(url="javascript:alert(1)")
+    html = editor_client.get(f"/compare/{chain[0].id}/{chain[1].id}/").content.decode()
+    assert "javascript:alert" not in html
+
+
+def test_compare_aligns_shared_passages_of_partial_copies(editor_client):
+    first = article(1, body="第一段讲的是北京的天气。\n\n第二段讲公园里的人们在散步和跑步。")
+    second = article(2, body="网站导航 首页 新闻\n\n第二段讲公园里的人们在散步和跑步。")
+    Match.objects.create(
+        a=first, b=second, kind="partial", distance=20, similarity=0.5, shared_passages=[[0, 0]]
+    )
+    response = editor_client.get(f"/compare/{second.id}/{first.id}/")
+    assert len(response.context["shared"]) == 1
+    assert "公园" in response.content.decode()
+
+
+def test_duplicate_decision_is_recorded_with_who_and_when(editor_client, editor, chain):
+    a, b, _c = chain
+    response = editor_client.post(
+        "/decisions/", {"pick": f"duplicate:{b.id}:{a.id}:0", "next": f"/clusters/{a.id}/"}
+    )
+    assert response.status_code == 302 and response["Location"] == f"/clusters/{a.id}/"
+    decision = Decision.objects.get()
+    assert (decision.a_id, decision.b_id, decision.verdict) == (a.id, b.id, "duplicate")
+    assert decision.decided_by == editor and decision.decided_at
+
+
+def test_rejected_pair_leaves_the_cluster(editor_client, chain):
+    a, b, _c = chain
+    editor_client.post("/decisions/", {"pick": f"not_duplicate:{a.id}:{b.id}:0"})
+    response = editor_client.get(f"/clusters/{a.id}/?k=4")
+    assert response.context["members"] is None
+    assert editor_client.get("/?k=4").context["counts"]["articles"] == 2
+
+
+def test_stale_decision_is_refused_with_who_and_when(editor_client, django_user_model, chain):
+    a, b, _c = chain
+    other = user_in(django_user_model, "editor", "wang.fang")
+    Decision.objects.create(a=a, b=b, verdict="not_duplicate", decided_by=other)
+    response = editor_client.post(
+        "/decisions/", {"pick": f"duplicate:{a.id}:{b.id}:0"}, follow=True
+    )
+    text = response.content.decode()
+    assert "wang.fang" in text
+    assert Decision.objects.count() == 1
+
+
+def test_decision_on_the_latest_seen_supersedes(editor_client, chain):
+    a, b, _c = chain
+    first = Decision.objects.create(a=a, b=b, verdict="not_duplicate")
+    editor_client.post("/decisions/", {"pick": f"duplicate:{a.id}:{b.id}:{first.id}"})
+    assert Decision.objects.order_by("-id").first().verdict == "duplicate"
+
+
+@pytest.mark.parametrize(
+    "pick", ["", "maybe:1:2:0", "duplicate:x:y:0", "duplicate:1:1:0", "duplicate:{a}:{b}:77"]
+)
+def test_bad_decision_input_records_nothing(editor_client, chain, pick):
+    pick = pick.format(a=chain[0].id, b=chain[1].id)
+    response = editor_client.post("/decisions/", {"pick": pick}, follow=True)
+    assert response.status_code == 200
+    assert not Decision.objects.exists()
+
+
+def test_post_only_urls_refuse_get(editor_client):
+    for url in ["/decisions/", "/decisions/bulk/", "/decisions/original/"]:
+        assert editor_client.get(url).status_code == 405
+
+
+def test_missing_csrf_token_is_refused(editor, chain):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(editor)
+    response = client.post("/decisions/", {"pick": f"duplicate:{chain[0].id}:{chain[1].id}:0"})
+    assert response.status_code == 403
+    assert not Decision.objects.exists()
+
+
+def test_bulk_records_every_selected_pair_and_reports_conflicts(editor_client, chain):
+    a, b, c = chain
+    stale = Decision.objects.create(a=b, b=c, verdict="duplicate")
+    response = editor_client.post(
+        "/decisions/bulk/",
+        {"verdict": "not_duplicate", "pair": [f"{a.id}:{b.id}:0", f"{b.id}:{c.id}:0"]},
+        follow=True,
+    )
+    assert Decision.objects.exclude(id=stale.id).count() == 1
+    assert f"{b.id} ~ {c.id}" in response.content.decode()  # which pair to look at again
+
+
+def test_bulk_without_a_selection_says_so(editor_client, chain):
+    response = editor_client.post("/decisions/bulk/", {"verdict": "duplicate"}, follow=True)
+    assert not Decision.objects.exists()
+    assert response.status_code == 200
+
+
+def test_choosing_the_original_changes_the_cluster_original(editor_client, chain):
+    a, b, c = chain
+    editor_client.post("/decisions/original/", {"original": c.id, "seen_original": 0, "k": 3})
+    response = editor_client.get(f"/clusters/{a.id}/?k=3")
+    assert response.context["rows"][0]["member"].article_id == c.id
+    # A second editor who saw no choice is refused.
+    editor_client.post("/decisions/original/", {"original": b.id, "seen_original": 0, "k": 3})
+    assert Decision.objects.filter(verdict="original").count() == 1
+
+
+def test_original_outside_the_cluster_is_refused(editor_client, chain):
+    lonely = article(9)
+    editor_client.post("/decisions/original/", {"original": lonely.id, "seen_original": 0})
+    editor_client.post("/decisions/original/", {"original": "abc"})
+    assert not Decision.objects.exists()
+
+
+def test_exports_stream_csv_with_a_header(editor_client, editor, chain):
+    a, b, _c = chain
+    Decision.objects.create(a=a, b=b, verdict="duplicate", decided_by=editor, note="同一篇")
+    response = editor_client.get("/export/decisions.csv")
+    assert response.streaming and response["Content-Type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert rows[0][:4] == ["decision", "article_a", "article_b", "verdict"]
+    assert rows[1][1:5] == [str(a.id), str(b.id), "duplicate", "li.wei"]
+
+    response = editor_client.get("/export/clusters.csv?k=3")
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert rows[0][:3] == ["cluster", "article", "role"]
+    assert [r[2] for r in rows[1:]] == ["original", "member", "member"]
+    assert editor_client.get("/export/clusters.csv?k=zz").status_code == 400
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
+    import threading
+
+    from django.db import connection
+
+    from dedup import review
+
+    a, b = article(1), article(2)
+    users = [user_in(django_user_model, "editor", f"e{i}") for i in range(2)]
+    barrier = threading.Barrier(2)
+    outcomes = []
+
+    def decide(user, verdict):
+        try:
+            barrier.wait()
+            review.decision_record(a_id=a.id, b_id=b.id, verdict=verdict, user=user, seen=0)
+            outcomes.append("ok")
+        except review.DecisionConflict:
+            outcomes.append("conflict")
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=decide, args=(users[0], "duplicate")),
+        threading.Thread(target=decide, args=(users[1], "not_duplicate")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["conflict", "ok"]
+    assert Decision.objects.count() == 1

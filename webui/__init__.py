@@ -1,0 +1,1 @@
+"""The review dashboard: server-rendered pages for editors and admins."""

@@ -1,0 +1,68 @@
+"""Forms of the dashboard's own pages: the bulk upload."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from django import forms
+from django.conf import settings
+from django.utils.translation import gettext_lazy as _
+
+# What dedup.readers can read (a .zip may hold any of the others).
+UPLOAD_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".txt", ".html", ".htm", ".zip")
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """A file field that takes several files and cleans each one."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}))
+        kwargs.setdefault("allow_empty_file", True)  # file_check says which file is empty
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        files = data if isinstance(data, list | tuple) else [data] if data else []
+        if not files:
+            raise forms.ValidationError(_("Choose at least one file to upload."), code="required")
+        return [self.file_check(super(MultipleFileField, self).clean(f, initial)) for f in files]
+
+    @staticmethod
+    def file_check(file):
+        """Refuse an empty, too large or unreadable file with a message naming it."""
+        name = file.name
+        suffix = PurePosixPath(name).suffix.lower()
+        if not suffix:
+            raise forms.ValidationError(
+                _("%(name)s has no extension: name it .jsonl, .csv, .txt, .html or .zip."),
+                code="type",
+                params={"name": name},
+            )
+        if suffix not in UPLOAD_SUFFIXES:
+            raise forms.ValidationError(
+                _("%(name)s: cannot read %(suffix)s files. Upload %(allowed)s."),
+                code="type",
+                params={"name": name, "suffix": suffix, "allowed": ", ".join(UPLOAD_SUFFIXES)},
+            )
+        if file.size == 0:
+            raise forms.ValidationError(
+                _("%(name)s is empty: choose a file that holds articles."),
+                code="empty",
+                params={"name": name},
+            )
+        limit = settings.DEDUP_MAX_UPLOAD_BYTES
+        if file.size > limit:
+            raise forms.ValidationError(
+                _("%(name)s is %(size).1f MB, over the limit of %(limit)d MB: split it into "
+                  "smaller files."),
+                code="too_large",
+                params={"name": name, "size": file.size / 2**20, "limit": limit // 2**20},
+            )  # fmt: skip
+        return file
+
+
+class UploadForm(forms.Form):
+    files = MultipleFileField(label=_("Files"))

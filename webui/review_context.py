@@ -1,0 +1,393 @@
+"""What the review pages show: query parameters read, clusters and articles gathered.
+
+Reads only; the views stay short and the decisions go through dedup.review.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from urllib.parse import urlencode
+
+import numpy as np
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from dedup import clusters
+from dedup.clusters import BANDS, KIND_NAMES, QueueFilter
+from dedup.engine.verify import Detector
+from dedup.models import Article, Decision, Fingerprint, Match, MatchKind, Settings, Verdict
+from dedup.review import original_latest, pair_latest
+from webui.diff import text_diff
+
+PER_PAGE = 25
+MEMBERS_SHOWN = 150  # a bigger cluster lists the members closest to the original
+OTHER_EDGES_SHOWN = 100
+SEARCH_HITS = 20_000
+TEXT_SEARCHED = 3_000  # clusters whose original's text a search reads, in queue order
+STATUSES = ("waiting", "reviewed", "all")
+SORTS = ("size", "newest")
+
+
+class ParamError(ValueError):
+    """A query parameter the page cannot use; the message says what to send instead."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    k: int
+    s: float
+    k_max: int
+
+    def query(self) -> str:
+        return urlencode({"k": self.k, "s": f"{self.s:g}"})
+
+
+def threshold_parse(params, settings: Settings) -> Threshold:
+    """Read k (0..k_max) and s (0..1) from a query; out-of-range values are clamped."""
+    k_max = settings.k_max
+    raw_k, raw_s = params.get("k", "").strip(), params.get("s", "").strip()
+    try:
+        k = int(raw_k) if raw_k else min(settings.threshold, k_max)
+    except ValueError:
+        raise ParamError(
+            _("The distance k must be a whole number from 0 to %(k_max)s.") % {"k_max": k_max}
+        ) from None
+    try:
+        s = float(raw_s) if raw_s else 0.0
+    except ValueError:
+        s = math.nan
+    if math.isnan(s):
+        raise ParamError(_("The similarity cut-off s must be a number from 0 to 1."))
+    return Threshold(min(max(k, 0), k_max), round(min(max(s, 0.0), 1.0), 3), k_max)
+
+
+def _day(raw: str, name: str) -> dt.date | None:
+    if not raw:
+        return None
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise ParamError(
+            _("The date %(name)s must look like 2024-05-31.") % {"name": name}
+        ) from None
+
+
+def _epoch(day: dt.date) -> int:
+    start = dt.datetime.combine(day, dt.time(), tzinfo=timezone.get_current_timezone())
+    return int(start.timestamp())
+
+
+@dataclass(frozen=True)
+class QueueParams:
+    status: str
+    source: str
+    date_from: dt.date | None
+    date_to: dt.date | None
+    band: str
+    sort: str
+    q: str
+
+    def filter(self, hits: np.ndarray | None) -> QueueFilter:
+        return QueueFilter(
+            status=self.status,
+            source=self.source,
+            date_from=_epoch(self.date_from) if self.date_from else None,
+            # The last day is included: up to the start of the next.
+            date_to=_epoch(self.date_to + dt.timedelta(days=1)) if self.date_to else None,
+            band=self.band,
+            sort=self.sort,
+            hits=hits,
+        )
+
+
+def queue_params_parse(params) -> QueueParams:
+    """Read the queue's filters; unknown choices fall back to the defaults."""
+    status = params.get("status", "waiting")
+    sort = params.get("sort", "size")
+    band = params.get("band", "")
+    return QueueParams(
+        status=status if status in STATUSES else "waiting",
+        source=params.get("source", "")[:200],
+        date_from=_day(params.get("from", "").strip(), "from"),
+        date_to=_day(params.get("to", "").strip(), "to"),
+        band=band if band in BANDS else "",
+        sort=sort if sort in SORTS else "size",
+        q=" ".join(params.get("q", "").split())[:200],
+    )
+
+
+def search_hits(q: str, found: clusters.Clustering, candidates: np.ndarray) -> np.ndarray:
+    """Return ids of matched articles whose title contains q, or whose text does among the
+    originals of the first candidate clusters (the text of 100,000 articles is too much to
+    read per request; copies share most of their original's text)."""
+    originals = found.table.article_id[found.original[candidates[:TEXT_SEARCHED]]].tolist()
+    # Chinese has no letter case: LIKE on the text is enough and cheaper than ILIKE.
+    texts = Article.objects.filter(id__in=originals, body__contains=q).order_by()
+    ids = list(texts.values_list("id", flat=True))
+    return np.concatenate([found.table.title_search(q), np.array(ids, np.int64)])
+
+
+# --- queue ---------------------------------------------------------------------------------
+
+
+def histogram_bars(counts: list[int], cut: int, labels: list[str], width: int = 260) -> dict:
+    """Return the geometry of an inline SVG bar chart; bars up to `cut` are the ones shown."""
+    height, top = 70, 4
+    most = max(counts) or 1
+    step = width / max(len(counts), 1)
+    bars = []
+    for i, (count, label) in enumerate(zip(counts, labels, strict=True)):
+        h = 0 if not count else max(2.0, (height - top) * count / most)
+        bars.append(
+            {
+                "x": round(i * step + 1, 1),
+                "w": round(step - 2, 1),
+                "y": round(height - h, 1),
+                "h": round(h, 1),
+                "count": count,
+                "label": label,
+                "lx": round(i * step + step / 2, 1),
+                "shown": i <= cut,
+            }
+        )
+    return {"bars": bars, "width": width, "height": height, "cut_x": round((cut + 1) * step, 1)}
+
+
+def queue_context(params, settings: Settings, page_number: str | None) -> dict:
+    """Gather the queue: counts, histograms, one page of clusters with their originals."""
+    from django.core.paginator import Paginator
+
+    threshold = threshold_parse(params, settings)
+    qp = queue_params_parse(params)
+    table = clusters.match_table()
+    found = table.clustering(threshold.k, threshold.s)
+    order = clusters.cluster_queue(found, qp.filter(None))
+    text_limited = False
+    if qp.q:
+        hits = search_hits(qp.q, found, order)
+        text_limited = len(order) > TEXT_SEARCHED
+        order = clusters.cluster_queue(found, qp.filter(hits))
+    page = Paginator(order, PER_PAGE).get_page(page_number)
+    numbers = [int(c) for c in page.object_list]
+    originals = [int(table.article_id[found.original[c]]) for c in numbers]
+    samples = {}
+    for c in numbers:
+        others = [int(table.article_id[n]) for n in found.members(c)[:5]]
+        samples[c] = [i for i in others if i not in originals][:3]
+    wanted = set(originals) | {i for ids in samples.values() for i in ids}
+    articles = Article.objects.only("id", "title", "source", "dated_at", "length").in_bulk(wanted)
+    rows = [
+        {
+            "number": c,
+            "original": articles.get(original),
+            "original_id": original,
+            "size": int(found.size[c]),
+            "waiting": int(found.waiting[c]),
+            "matches": int(found.matches[c]),
+            "others": [articles[i] for i in samples[c] if i in articles],
+            "newest": dt.datetime.fromtimestamp(int(found.newest[c]), tz=dt.UTC),
+        }
+        for c, original in zip(numbers, originals, strict=True)
+    ]
+    k_max = threshold.k_max
+    distances = clusters.distance_histogram(table, k_max)
+    similarities = clusters.similarity_histogram(table)
+    s_cut = min(int(threshold.s * 10), 9)
+    sim_chart = histogram_bars(
+        similarities[::-1], 9 - s_cut, [f"{i / 10:.1f}" for i in range(9, -1, -1)]
+    )
+    query = {key: v for key, v in params.items() if key != "page" and v != ""}
+    return {
+        "threshold": threshold,
+        "params": qp,
+        "page": page,
+        "rows": rows,
+        "query": urlencode(query),
+        "sources": table.sources,
+        "text_limited": text_limited,
+        "text_searched": TEXT_SEARCHED,
+        "bands": list(BANDS),
+        "counts": {
+            "clusters": len(found.size),
+            "articles": len(found.nodes),
+            "waiting": int(np.count_nonzero(found.waiting)),
+            "matches": int(np.count_nonzero(found.shown)),
+            "listed": len(order),
+        },
+        "distance_chart": histogram_bars(
+            distances, threshold.k, [str(d) for d in range(k_max + 1)]
+        ),
+        "similarity_chart": sim_chart,
+    }
+
+
+# --- one cluster ---------------------------------------------------------------------------
+
+
+def _popcount(x: int) -> int:
+    return (x & 0xFFFFFFFFFFFFFFFF).bit_count()
+
+
+def cluster_context(article: Article, threshold: Threshold, settings: Settings) -> dict:
+    """Gather the cluster holding an article: members, paths, distances and decisions."""
+    table = clusters.match_table()
+    found = table.clustering(threshold.k, threshold.s)
+    node = table.node(article.id)
+    context = {"article": article, "threshold": threshold, "members": None}
+    if node is None or found.label[node] < 0:
+        return context
+    cluster = int(found.label[node])
+    members, edges = clusters.member_paths(found, cluster)
+    total = len(members)
+    members = members[:MEMBERS_SHOWN]
+    ids = [m.article_id for m in members]
+    articles = Article.objects.defer("body").in_bulk(ids)
+    version = settings.active_version
+    prints = dict(
+        Fingerprint.objects.filter(article_id__in=ids, version=version).values_list(
+            "article_id", "value"
+        )
+    )
+    original_id = ids[0]
+    start = members[0].node
+    direct = {}
+    for e in edges.tolist():
+        x, y = int(table.a[e]), int(table.b[e])
+        if start in (x, y):
+            direct[y if x == start else x] = e
+    tree = {m.edge for m in members if m.edge is not None}
+    others = [e for e in edges.tolist() if e not in tree]
+    # Undecided first, the most similar first among them: what a reviewer looks at next.
+    others.sort(key=lambda e: (table.decision[e] != clusters.UNDECIDED, -table.similarity[e]))
+    others = others[:OTHER_EDGES_SHOWN]
+    decision_ids = {int(table.decision_id[e]) for e in tree | set(others)} - {0}
+    decisions = Decision.objects.select_related("decided_by").in_bulk(decision_ids)
+
+    # Rows are plain strings made here: a cluster of hundreds renders without a tag per cell.
+    query = threshold.query()
+    compare = reverse("webui:compare", args=[1, 2]).replace("/1/2/", "/{}/{}/") + "?" + query
+    kinds = {code: str(MatchKind(name).label) for code, name in KIND_NAMES.items()}
+    verdicts = dict(Verdict.choices)
+
+    def when(moment) -> str:
+        return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
+
+    def edge_row(e: int) -> dict:
+        x, y = int(table.article_id[table.a[e]]), int(table.article_id[table.b[e]])
+        did = int(table.decision_id[e])
+        d = int(table.distance[e])
+        decision = decisions.get(did)
+        who = ""
+        if decision is not None:
+            name = decision.decided_by.get_username() if decision.decided_by else ""
+            who = f"{name} {when(decision.decided_at)}".strip()
+        return {
+            "a": x,
+            "b": y,
+            "pair": f"{x}:{y}:{did}",
+            "url": compare.format(x, y),
+            "kind": kinds[int(table.kind[e])],
+            "distance": None if d < 0 else d,
+            "similarity": f"{float(table.similarity[e]):.3f}",
+            "decision": decision,
+            "verdict": str(verdicts.get(decision.verdict, "")) if decision else "",
+            "who": who,
+        }
+
+    rows = []
+    fo = prints.get(original_id)
+    for m in members:
+        fm = prints.get(m.article_id)
+        e_direct = direct.get(m.node)
+        distance = None
+        if fo is not None and fm is not None:
+            distance = _popcount(fo ^ fm)
+        elif e_direct is not None and table.distance[e_direct] >= 0:
+            distance = int(table.distance[e_direct])
+        shown = articles.get(m.article_id)
+        edge = None if m.edge is None else edge_row(m.edge)
+        if edge is not None:  # the link from the article it is reached from
+            edge["url"] = compare.format(m.via, m.article_id)
+        rows.append(
+            {
+                "member": m,
+                "article": shown,
+                "dated": when(shown.dated_at) if shown else "",
+                "chars": _("%(n)s chars") % {"n": shown.length} if shown else "",
+                "distance": distance,
+                "similarity": ""
+                if e_direct is None
+                else f"{float(table.similarity[e_direct]):.3f}",
+                "steps": _("%(n)s steps") % {"n": m.hops} if m.hops > 1 else "",
+                "compare_url": compare.format(original_id, m.article_id),
+                "edge": edge,
+            }
+        )
+    latest_original = original_latest(ids)
+    return {
+        **context,
+        "members": members,
+        "rows": rows,
+        "total": total,
+        "original": articles.get(original_id),
+        "other_edges": [edge_row(e) for e in others],
+        "other_total": len(edges) - len(tree),
+        "chosen": latest_original if latest_original and latest_original.a_id in ids else None,
+        "seen_original": latest_original.id if latest_original else 0,
+        "waiting": int(found.waiting[cluster]),
+    }
+
+
+def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
+    """Return the ids of the members of the cluster holding an article (empty when none)."""
+    table = clusters.match_table()
+    found = table.clustering(threshold.k, threshold.s)
+    node = table.node(article_id)
+    if node is None or found.label[node] < 0:
+        return []
+    return table.article_id[found.members(int(found.label[node]))].tolist()
+
+
+# --- two articles ---------------------------------------------------------------------------
+
+
+def _web_url(url: str) -> str:
+    """Return an article's address when it is a web page (never javascript: and the like)."""
+    return url if url.lower().startswith(("http://", "https://")) else ""
+
+
+@lru_cache(maxsize=4)
+def _detector(config) -> Detector:
+    return Detector(config)
+
+
+def compare_context(left: Article, right: Article, settings: Settings) -> dict:
+    """Gather two articles, their word-level differences and the passages they share."""
+    lo, hi = sorted((left.id, right.id))
+    match = Match.objects.filter(a_id=lo, b_id=hi).first()
+    shared = []
+    if match and match.shared_passages:
+        detector = _detector(settings.active().engine_config())
+        first, second = (left, right) if left.id == lo else (right, left)
+        pa, pb = detector.passages(first.body), detector.passages(second.body)
+        for i, j in match.shared_passages[:200]:
+            if i < len(pa) and j < len(pb):
+                pair = (pa[i], pb[j]) if left.id == lo else (pb[j], pa[i])
+                shared.append(text_diff(*pair))
+    latest = pair_latest(lo, hi)
+    return {
+        "left": left,
+        "right": right,
+        "left_url": _web_url(left.url),
+        "right_url": _web_url(right.url),
+        "match": match,
+        "diff": text_diff(left.body, right.body),
+        "title_diff": text_diff(left.title, right.title),
+        "shared": shared,
+        "decision": latest,
+        "seen": latest.id if latest else 0,
+    }

@@ -1,0 +1,231 @@
+"""The review pages: queue, cluster, side by side, decisions and CSV exports."""
+
+from __future__ import annotations
+
+import csv
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from dedup import clusters, review
+from dedup.models import Article, Decision, Settings
+from webui import review_context as ctx
+from webui.access import editor_required
+
+
+def _bad(request: HttpRequest, error: Exception) -> HttpResponse:
+    return render(request, "webui/review/bad_request.html", {"message": str(error)}, status=400)
+
+
+def _next(request: HttpRequest) -> str:
+    target = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        return target
+    return reverse("webui:queue")
+
+
+@require_GET
+@editor_required
+def queue(request: HttpRequest) -> HttpResponse:
+    """Show the clusters waiting for review, with the threshold and filters."""
+    try:
+        context = ctx.queue_context(request.GET, Settings.load(), request.GET.get("page"))
+    except ctx.ParamError as error:
+        return _bad(request, error)
+    return render(request, "webui/review/queue.html", context)
+
+
+@require_GET
+@editor_required
+def queue_partial(request: HttpRequest) -> HttpResponse:
+    """Return the queue's results alone: what a slider move re-draws."""
+    try:
+        context = ctx.queue_context(request.GET, Settings.load(), request.GET.get("page"))
+    except ctx.ParamError as error:
+        return _bad(request, error)
+    return render(request, "webui/review/_queue_results.html", context)
+
+
+@require_GET
+@editor_required
+def cluster(request: HttpRequest, article_id: int) -> HttpResponse:
+    """Show the cluster holding an article at the current threshold."""
+    article = get_object_or_404(Article.objects.defer("body"), id=article_id)
+    settings = Settings.load()
+    try:
+        threshold = ctx.threshold_parse(request.GET, settings)
+    except ctx.ParamError as error:
+        return _bad(request, error)
+    context = ctx.cluster_context(article, threshold, settings)
+    return render(request, "webui/review/cluster.html", context)
+
+
+@require_GET
+@editor_required
+def compare(request: HttpRequest, a: int, b: int) -> HttpResponse:
+    """Show two articles side by side, differences highlighted word by word."""
+    if a == b:
+        raise Http404(_("Choose two different articles to compare."))
+    left = get_object_or_404(Article, id=a)
+    right = get_object_or_404(Article, id=b)
+    settings = Settings.load()
+    try:
+        threshold = ctx.threshold_parse(request.GET, settings)
+    except ctx.ParamError as error:
+        return _bad(request, error)
+    context = ctx.compare_context(left, right, settings)
+    context["threshold"] = threshold
+    return render(request, "webui/review/compare.html", context)
+
+
+def _pair(value: str) -> review.PairDecision:
+    """Read "a:b:seen" (ids) as a pair decision."""
+    try:
+        a, b, seen = (int(part) for part in value.split(":"))
+    except ValueError:
+        raise review.DecisionInvalid(_("That pair could not be read; reload the page.")) from None
+    return review.PairDecision(a, b, seen)
+
+
+@require_POST
+@editor_required
+def decision_create(request: HttpRequest) -> HttpResponse:
+    """Record one verdict on one pair ("pick" is verdict:a:b:seen)."""
+    verdict, _sep, rest = request.POST.get("pick", "").partition(":")
+    try:
+        pair = _pair(rest)
+        review.decision_record(
+            a_id=pair.a,
+            b_id=pair.b,
+            verdict=verdict,
+            user=request.user,
+            seen=pair.seen,
+            note=request.POST.get("note", "")[:500],
+        )
+    except (review.DecisionConflict, review.DecisionInvalid) as error:
+        messages.error(request, str(error))
+    else:
+        label = dict(Decision._meta.get_field("verdict").choices)[verdict]
+        messages.success(
+            request,
+            _("Recorded: %(a)s ~ %(b)s %(verdict)s.")
+            % {"a": pair.a, "b": pair.b, "verdict": label},
+        )
+    return redirect(_next(request))
+
+
+@require_POST
+@editor_required
+def decisions_bulk(request: HttpRequest) -> HttpResponse:
+    """Record one verdict on every selected pair."""
+    values = request.POST.getlist("pair")
+    if not values:
+        messages.warning(request, _("Select at least one pair with its checkbox first."))
+        return redirect(_next(request))
+    try:
+        pairs = [_pair(v) for v in values]
+        done, problems = review.decisions_bulk(
+            pairs=pairs, verdict=request.POST.get("verdict", ""), user=request.user
+        )
+    except review.DecisionInvalid as error:
+        messages.error(request, str(error))
+        return redirect(_next(request))
+    if done:
+        messages.success(request, _("Recorded %(n)s decisions.") % {"n": done})
+    for problem in problems:
+        messages.error(request, problem)
+    return redirect(_next(request))
+
+
+@require_POST
+@editor_required
+def original_choose(request: HttpRequest) -> HttpResponse:
+    """Make an article the original of its cluster."""
+    try:
+        article_id = int(request.POST.get("original", ""))
+        seen = int(request.POST.get("seen_original", "0") or 0)
+        threshold = ctx.threshold_parse(request.POST, Settings.load())
+        members = ctx.cluster_member_ids(article_id, threshold)
+        review.original_choose(
+            article_id=article_id, member_ids=members, user=request.user, seen=seen
+        )
+    except ValueError:
+        messages.error(request, _("That article could not be read; reload the page."))
+    except (review.DecisionConflict, review.DecisionInvalid) as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, _("Article %(id)s is now the original.") % {"id": article_id})
+    return redirect(_next(request))
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_response(rows, name: str) -> StreamingHttpResponse:
+    writer = csv.writer(_Echo())
+    response = StreamingHttpResponse(
+        (writer.writerow(row) for row in rows), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+def _decision_rows():
+    yield ["decision", "article_a", "article_b", "verdict", "decided_by", "decided_at", "note"]
+    rows = Decision.objects.order_by("id").values_list(
+        "id", "a_id", "b_id", "verdict", "decided_by__username", "decided_at", "note"
+    )
+    for did, a, b, verdict, who, when, note in rows.iterator(chunk_size=2000):
+        yield [did, a, b or "", verdict, who or "", when.isoformat(), note]
+
+
+@require_GET
+@editor_required
+def decisions_export(request: HttpRequest) -> StreamingHttpResponse:
+    """Stream every decision as CSV, oldest first (the latest per pair counts)."""
+    return _csv_response(_decision_rows(), "decisions.csv")
+
+
+def _cluster_rows(found: clusters.Clustering):
+    yield ["cluster", "article", "role", "size", "via", "kind", "distance", "similarity", "source"]
+    table = found.table
+    grouped, starts, ends = clusters.cluster_groups(found)
+    for c in range(len(found.size)):
+        members, _edges = clusters.member_paths(found, c, grouped[starts[c] : ends[c]])
+        original = members[0].article_id
+        for m in members:
+            source = table.sources[table.source[m.node]] if table.sources else ""
+            if m.edge is None:
+                yield [original, m.article_id, "original", len(members), "", "", "", "", source]
+                continue
+            d = int(table.distance[m.edge])
+            yield [
+                original,
+                m.article_id,
+                "member",
+                len(members),
+                m.via,
+                clusters.KIND_NAMES[int(table.kind[m.edge])],
+                "" if d < 0 else d,
+                f"{float(table.similarity[m.edge]):.4f}",
+                source,
+            ]
+
+
+@require_GET
+@editor_required
+def clusters_export(request: HttpRequest) -> HttpResponse:
+    """Stream the clusters at the current threshold as CSV: one row per member."""
+    try:
+        threshold = ctx.threshold_parse(request.GET, Settings.load())
+    except ctx.ParamError as error:
+        return _bad(request, error)
+    found = clusters.match_table().clustering(threshold.k, threshold.s)
+    return _csv_response(_cluster_rows(found), f"clusters-k{threshold.k}-s{threshold.s:g}.csv")

@@ -405,7 +405,7 @@ def _near_fingerprints(
 
 # Features of recently matched articles, per worker process: a family of copies is verified
 # against the same originals again and again. Stored features never change under a version.
-FEATURES_CACHED = 4000
+FEATURES_CACHED = 20_000  # about 150 MB per worker
 _features_cache: OrderedDict[tuple[str, int], Features] = OrderedDict()
 _features_lock = threading.Lock()
 

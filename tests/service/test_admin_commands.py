@@ -10,7 +10,6 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
@@ -29,6 +28,7 @@ from dedup.models import (
     Settings,
     UploadBatch,
 )
+from tests import roles
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,7 @@ def user_make(username: str, group: str, *, staff: bool = False):
     user = get_user_model().objects.create_user(
         username, password="pw", is_staff=staff, is_superuser=staff
     )
-    user.groups.add(Group.objects.get(name=group))
+    user.groups.add(roles.group(group))
     return user
 
 

@@ -7,11 +7,11 @@ import datetime as dt
 import io
 
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 
 from dedup import clusters
 from dedup.models import Article, Decision, Match, Settings
+from tests import roles
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,7 @@ def fresh_table():
 def user_in(django_user_model, group: str | None, name: str):
     user = django_user_model.objects.create_user(name, password="pw")
     if group:
-        user.groups.add(Group.objects.get(name=group))
+        user.groups.add(roles.group(group))
     return user
 
 

@@ -7,7 +7,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from dedup import services
 from dedup.models import Match, UploadBatch, UploadState
+from tests import roles
 from tests.texts import ARTICLE, NEAR
 from webui import overview
 
@@ -26,7 +27,7 @@ PAGES = ["/upload/", "/overview/", "/upload/1/status.json"]
 def make_user(name: str, group: str | None) -> User:
     user = User.objects.create_user(name, password="pw-" + name)
     if group:
-        user.groups.add(Group.objects.get(name=group))
+        user.groups.add(roles.group(group))
     return user
 
 

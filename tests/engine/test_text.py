@@ -1,6 +1,7 @@
 """Normalisation: reposts in another dress (width, case, markup, script, punctuation, wrapping)
 normalise to the text of their original."""
 
+import html
 import re
 import unicodedata
 
@@ -377,3 +378,18 @@ def test_gap_patterns_remove_what_the_any_whitespace_pattern_removes(text):
     assert text_module._CJK_GAP.sub("", text) == expected
     if " " not in text:
         assert text_module._CJK_LINE_BREAK.sub("", text) == expected
+
+
+def reference_strip_html(text: str) -> str:
+    """strip_html without looking for "<" and "&" first."""
+    if not text_module._LOOKS_LIKE_HTML.search(text):
+        return html.unescape(text) if text_module._ENTITY.search(text) else text
+    text = text_module._DROP_ELEMENTS.sub(" ", text)
+    text = text_module._BLOCK_TAG.sub("\n", text)
+    return html.unescape(text_module._INLINE_TAG.sub("", text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(MIXED)
+def test_strip_html_equals_its_patterns_alone(text):
+    assert strip_html(text) == reference_strip_html(text)

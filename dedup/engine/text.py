@@ -95,6 +95,8 @@ _CODE = (1 << 24) - 1
 _TRADITIONAL = 1 << 24  # a Traditional character (see _is_traditional)
 _CASED = 1 << 25  # folded, it still changes under full case folding ("ß" is "ss")
 _OUTSIDE = 1 << 26  # beyond the table: its last entry, where larger code points are clipped
+_SURROGATE = 1 << 27  # a lone surrogate (JSON "\ud800", a broken scrape): no text, a space
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 @cache
@@ -128,6 +130,7 @@ def _fold_table(nfkc: bool, casefold: bool, traditional: bool, punctuation: bool
                 table[code] |= _CASED
     if traditional:
         table[[ord(c) for c in _t2s_table() if ord(c) < _TABLE_SIZE]] |= _TRADITIONAL
+    table[0xD800:0xE000] = ord(" ") | _SURROGATE
     table[_TABLE_SIZE] = _OUTSIDE
     return table
 
@@ -151,6 +154,12 @@ def _fold(text: str, config: Config) -> tuple[str, int]:
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     folded = table.take(codes, mode="clip")
     flags = int(np.bitwise_or.reduce(folded)) & ~_CODE
+    if flags & _SURROGATE:
+        # Before anything that must encode the text (OpenCC here, the tokenizer later).
+        text = _SURROGATES.sub(" ", text)
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        folded = table.take(codes, mode="clip")
+        flags = int(np.bitwise_or.reduce(folded)) & ~_CODE
     if flags & _TRADITIONAL and _is_traditional(folded):
         # Traditional text (rare, and slower): phrase-level conversion first, then the table.
         text = fold_traditional(text)

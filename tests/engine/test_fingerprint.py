@@ -24,6 +24,7 @@ from dedup.engine import (
     simhash,
     word_hash,
 )
+from dedup.engine.verify import Detector
 
 SLOW = settings(deadline=None, max_examples=25)
 
@@ -517,3 +518,17 @@ def test_tied_weights_pick_same_top_n_whatever_the_word_order(top64, order):
 
 def test_tied_words_are_all_counted_but_only_top_n_kept(top64):
     assert top64.fingerprint(" ".join(TIED)).tokens == len(TIED)
+
+
+@pytest.mark.parametrize("tokenizer", ["rjieba", "jieba"])
+@pytest.mark.parametrize(
+    "text",
+    ["新华社北京1月1日电 国家主席发表新年讲话。\ud800" * 20, "臺灣經濟發展迅速，\udc80" * 20],
+)
+def test_lone_surrogates_become_spaces_not_a_crash(tokenizer, text):
+    fingerprinter = Fingerprinter(Config(tokenizer=tokenizer))
+    got = fingerprinter.fingerprint(text)
+    clean = fingerprinter.fingerprint(text.replace("\ud800", " ").replace("\udc80", " "))
+    assert got.status == "ok" and got.value == clean.value
+    detector = Detector(Config(tokenizer=tokenizer))
+    assert detector.fingerprint_and_features(text)[0] == got

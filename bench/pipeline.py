@@ -635,7 +635,7 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=100_000)
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--pool", choices=("prefork", "solo"), default="prefork")
-    parser.add_argument("--chunk-size", type=int, default=200, help="DEDUP_CHUNK_SIZE")
+    parser.add_argument("--chunk-size", type=int, default=400, help="DEDUP_CHUNK_SIZE")
     parser.add_argument("--engine-sample", type=int, default=0, help="texts (0: all)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
     parser.add_argument("--seed", type=int, default=1998)

@@ -150,7 +150,7 @@ LOGIN_REDIRECT_URL = "/"
 DEDUP_MAX_UPLOAD_BYTES = env_int("DEDUP_MAX_UPLOAD_MB", 200) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DEDUP_MAX_REQUEST_MB", 20) * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
-DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 200)  # articles per fingerprint-and-match task
+DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
 
 # Celery: Redis when REDIS_URL is set, else a broker in files that any local worker shares.

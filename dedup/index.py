@@ -418,17 +418,23 @@ def caches_clear() -> None:
         _hot_keys.clear()
 
 
-def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:
-    """Return the stored features of articles under a version (those that have them)."""
+def _cached(cache: OrderedDict, version: str, article_ids: Iterable[int]) -> tuple[dict, list]:
+    """Return what a per-worker cache holds of some articles, and the ids it does not."""
     loaded, missing = {}, []
     with _features_lock:
         for article_id in sorted(set(article_ids)):
-            cached = _features_cache.get((version, article_id))
+            cached = cache.get((version, article_id))
             if cached is None:
                 missing.append(article_id)
             else:
-                _features_cache.move_to_end((version, article_id))
+                cache.move_to_end((version, article_id))
                 loaded[article_id] = cached
+    return loaded, missing
+
+
+def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:
+    """Return the stored features of articles under a version (those that have them)."""
+    loaded, missing = _cached(_features_cache, version, article_ids)
     if missing and connection.vendor == "postgresql":
         with pg_cursor() as cursor:
             cursor.execute(
@@ -520,15 +526,7 @@ _sketch_cache: OrderedDict[tuple[str, int], tuple[int, np.ndarray]] = OrderedDic
 
 def sketches_load(*, article_ids: Iterable[int], version: str) -> dict[int, tuple[int, np.ndarray]]:
     """Return (shingle count, sketch) of articles under a version that have a sketch."""
-    loaded, missing = {}, []
-    with _features_lock:
-        for article_id in sorted(set(article_ids)):
-            cached = _sketch_cache.get((version, article_id))
-            if cached is None:
-                missing.append(article_id)
-            else:
-                _sketch_cache.move_to_end((version, article_id))
-                loaded[article_id] = cached
+    loaded, missing = _cached(_sketch_cache, version, article_ids)
     if missing and connection.vendor == "postgresql":
         with pg_cursor() as cursor:
             cursor.execute(

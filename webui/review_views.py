@@ -33,22 +33,22 @@ def _next(request: HttpRequest) -> str:
 @editor_required
 def queue(request: HttpRequest) -> HttpResponse:
     """Show the clusters waiting for review, with the threshold and filters."""
-    try:
-        context = ctx.queue_context(request.GET, Settings.load(), request.GET.get("page"))
-    except ctx.ParamError as error:
-        return _bad(request, error)
-    return render(request, "webui/review/queue.html", context)
+    return _queue_render(request, "webui/review/queue.html")
 
 
 @require_GET
 @editor_required
 def queue_partial(request: HttpRequest) -> HttpResponse:
     """Return the queue's results alone: what a slider move re-draws."""
+    return _queue_render(request, "webui/review/_queue_results.html")
+
+
+def _queue_render(request: HttpRequest, template: str) -> HttpResponse:
     try:
         context = ctx.queue_context(request.GET, Settings.load(), request.GET.get("page"))
     except ctx.ParamError as error:
         return _bad(request, error)
-    return render(request, "webui/review/_queue_results.html", context)
+    return render(request, template, context)
 
 
 @require_GET

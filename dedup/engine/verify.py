@@ -58,7 +58,7 @@ MAX_DENSE_PASSAGE_PAIRS = 1 << 20
 # count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
 # with the WIDE flag: more than 65,536 passages), the passage keys (u8).
 _FEATURES_MAGIC = b"DDF\x00"
-_FEATURES_FORMAT = 2
+FEATURES_FORMAT = 2
 _FEATURES_HEADER = struct.Struct("<4sBBQQII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
@@ -116,7 +116,7 @@ class Features:
         flags = (_HAS_FINGERPRINT if self.fingerprint is not None else 0) | (_WIDE if wide else 0)
         header = _FEATURES_HEADER.pack(
             _FEATURES_MAGIC,
-            _FEATURES_FORMAT,
+            FEATURES_FORMAT,
             flags,
             self.fingerprint or 0,
             self.length,
@@ -139,9 +139,9 @@ class Features:
         size = _FEATURES_HEADER.size
         if len(data) < 5 or data[:4] != _FEATURES_MAGIC:
             raise ValueError("not packed features: recompute them with Detector.features")
-        if data[4] != _FEATURES_FORMAT:
+        if data[4] != FEATURES_FORMAT:
             raise ValueError(
-                f"packed features of format {data[4]}, this version reads {_FEATURES_FORMAT}: "
+                f"packed features of format {data[4]}, this version reads {FEATURES_FORMAT}: "
                 "recompute them with Detector.features"
             )
         if len(data) < size:

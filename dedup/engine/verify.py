@@ -28,12 +28,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
 
 import numpy as np
 
 from dedup.engine.config import Config
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
+from dedup.engine.merge import shared_count, shared_passages, shared_shingles
 from dedup.engine.pairs import pairs, pairs_within_runs
 from dedup.engine.text import junk_share, normalise, strip_html
 
@@ -51,9 +51,6 @@ MAX_PASSAGE_OWNERS = 20
 # Shingles fall in 2**BUCKET_BITS buckets by their high bits, for a quick bound of how many two
 # articles share (see judge_many): a bitset of 2 KB per article.
 BUCKET_BITS = 14
-# Shared passages are counted in a (passages of one) x (passages of the other) matrix up to
-# this size, sparsely beyond (pages of thousands of passages each).
-MAX_DENSE_PASSAGE_PAIRS = 1 << 20
 # Packed features (Features.to_bytes): magic, format, flags, fingerprint, length, shingle
 # count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
 # with the WIDE flag: more than 65,536 passages), the passage keys (u8).
@@ -66,8 +63,6 @@ _PRIME = np.uint64(0x9E3779B97F4A7C15)
 _PRIME_2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _ACROSS = np.uint32(0xFFFFFFFF)  # the passage of a gram across a passage boundary
 _LITTLE = sys.byteorder == "little"
-_SIDE = np.uint64(1 << 31)  # marks a passage number as the second article's
-_UNMARK = np.uint32((1 << 31) - 1)
 
 
 @dataclass(frozen=True)
@@ -95,20 +90,9 @@ class Features:
         return len(self.shingles) - int(np.bitwise_count(self.buckets).sum())
 
     @cached_property
-    def keyed(self) -> np.ndarray:
-        """Return (shingle, passage) as one 64-bit value each, sorted (made once, for
-        partial copies)."""
-        return (self.shingles.astype(np.uint64) << np.uint64(32)) | self.passage_of
-
-    @cached_property
-    def keyed_marked(self) -> np.ndarray:
-        """Return `keyed` with each passage marked as the second article's of a pair."""
-        return self.keyed | _SIDE
-
-    @cached_property
     def half_passages(self) -> np.ndarray:
         """Return, per passage, how many of its shingles make most of it (at least one)."""
-        return (np.maximum(self.passage_sizes, 1) + 1) // 2
+        return ((np.maximum(self.passage_sizes, 1) + 1) // 2).astype(np.uint32)
 
     def to_bytes(self) -> bytes:
         """Pack into bytes for storage: a small versioned header, then the arrays."""
@@ -340,17 +324,14 @@ class Detector:
                 need = min(need, near * (small + big) / (1 + near))
             if bound + min(fa.hidden, fb.hidden) < need * (1 - 1e-9):  # margin: float rounding
                 continue
-            # Sorting two sorted runs is one merge (numpy's stable sort finds the runs): faster
-            # here than a binary search of one in the other. One article inside a bigger page
-            # is the likely partial copy: then the passages are merged along.
+            # One article inside a bigger page is the likely partial copy: then the passages
+            # of the shared shingles are found in the same merge.
             inside = big >= 1.5 * small and small >= min_shared
             if inside:
-                merged = _merge_passages(fa, fb)
-                shared = merged.shared
+                in_a, in_b = shared_shingles(fa, fb)
+                shared = len(in_a)
             else:
-                both = np.concatenate((x, y))
-                both.sort(kind="stable")
-                shared = int(np.count_nonzero(both[1:] == both[:-1]))
+                shared = shared_count(x, y)
             if not shared:
                 continue
             jaccard = shared / (small + big - shared)
@@ -371,7 +352,9 @@ class Detector:
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
             if kind == "partial":
-                passages = _shared(fa, fb, merged if inside else _merge_passages(fa, fb))
+                if not inside:
+                    in_a, in_b = shared_shingles(fa, fb)
+                passages = shared_passages(fa, fb, in_a, in_b)
             found.append(Duplicate(a, b, kind, distance, round(similarity, 4), passages))
         return found
 
@@ -435,67 +418,3 @@ def _owners(count: int) -> np.ndarray:
 
 _MAX_OWNED = 1 << 12
 _OWNERS = _owners(_MAX_OWNED)  # made once; articles of more passages make their own
-
-
-class Merged(NamedTuple):
-    """Two articles' (shingle, passage) values merged: how many shingles they share, where."""
-
-    shared: int
-    same: np.ndarray  # same[i]: the i-th and (i+1)-th merged values are one shingle
-    keyed: np.ndarray  # the merged values; b's passages marked
-
-
-def _merge_passages(fa: Features, fb: Features) -> Merged:
-    """Merge two articles' shingles with their passages: (shingle, passage) as one 64-bit
-    value, b's passages marked, so that a's entry of a shared shingle comes right before b's."""
-    both = np.concatenate((fa.keyed, fb.keyed_marked))
-    both.sort(kind="stable")
-    values = _words(both)[1::2]
-    same = values[1:] == values[:-1]
-    return Merged(int(np.count_nonzero(same)), same, both)
-
-
-def _words(keyed: np.ndarray) -> np.ndarray:
-    """Return 64-bit values as 32-bit words, the low word of each first."""
-    return keyed.view("<u4") if _LITTLE else keyed.astype("<u8").view("<u4")
-
-
-def _shared(fa: Features, fb: Features, merged: Merged) -> list[tuple[int, int]]:
-    """Return (passage of a, passage of b) pairs where most of a passage is in the other."""
-    passages = _words(merged.keyed)[0::2]
-    at = merged.same.nonzero()[0]  # a's entry of a shared shingle; b's is next
-    in_a = passages[at]
-    in_b = passages[1:][at]
-    in_b &= _UNMARK
-    # For each passage of the smaller side ("mine"): is most of it in the other article, and
-    # in which of the other's passages ("theirs")? Shared shingles counted per (mine, theirs),
-    # as mine * width + theirs.
-    small_is_a = len(fa.shingles) <= len(fb.shingles)
-    mine, theirs = (fa, fb) if small_is_a else (fb, fa)
-    width = len(theirs.passage_keys)
-    rows = len(mine.passage_keys)
-    if small_is_a:
-        pair = np.multiply(in_a, width, dtype=np.int64) + in_b
-    else:
-        pair = np.multiply(in_b, width, dtype=np.int64) + in_a
-    if rows * width <= MAX_DENSE_PASSAGE_PAIRS:
-        together = np.bincount(pair, minlength=rows * width).reshape(rows, width)
-        totals = np.add.reduce(together, axis=1).tolist()
-        best = together.argmax(axis=1).tolist()
-        half = mine.half_passages.tolist()
-        found = [
-            (p, q) for p, (t, h, q) in enumerate(zip(totals, half, best, strict=True)) if t >= h
-        ]
-        return found if small_is_a else sorted((q, p) for p, q in found)
-    else:  # two pages of thousands of passages each: count the pairs that occur, sparsely
-        pair, count = np.unique(pair, return_counts=True)
-        row, column = pair // width, pair % width
-        total = np.bincount(row, weights=count, minlength=rows)
-        # Each passage's partner: most shared shingles, then the lowest number (as argmax).
-        order = np.lexsort((column, -count, row))
-        order = order[np.flatnonzero(np.diff(row[order], prepend=-1))]
-        order = order[total[row[order]] >= mine.half_passages[row[order]]]
-        shared, best = row[order], column[order]
-    if small_is_a:
-        return list(zip(shared.tolist(), best.tolist(), strict=True))
-    return sorted(zip(best.tolist(), shared.tolist(), strict=True))

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dedup.engine.merge as merge
 import dedup.engine.verify as verify
 from dedup.engine.verify import Detector, Features
 from tests.texts import ARTICLE, FILLER, OTHER
@@ -113,10 +114,10 @@ def test_shared_passages_are_the_same_counted_densely_or_sparsely(monkeypatch, d
     fa, fb = detector.features(ARTICLE), detector.features(page)
 
     def shared(fa, fb):
-        return verify._shared(fa, fb, verify._merge_passages(fa, fb))
+        return merge.shared_passages(fa, fb, *merge.shared_shingles(fa, fb))
 
     dense = shared(fa, fb)
-    monkeypatch.setattr(verify, "MAX_DENSE_PASSAGE_PAIRS", 0)
+    monkeypatch.setattr(merge, "MAX_DENSE_PASSAGE_PAIRS", 0)
     assert shared(fa, fb) == dense
     assert shared(fb, fa) == sorted((b, a) for a, b in dense)
     assert {a for a, _ in dense} == set(range(len(detector.passages(ARTICLE))))

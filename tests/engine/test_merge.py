@@ -1,0 +1,141 @@
+"""Verification's merges: the compiled module and numpy give the same answers."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dedup.engine.merge as merge
+from dedup.engine.verify import Detector, Features
+from tests.texts import ARTICLE, FILLER, OTHER
+
+COMPILED = merge._merge
+
+
+@contextmanager
+def numpy_only():
+    """Run the block with the numpy merges, as on a machine without a C compiler."""
+    merge._merge = None
+    try:
+        yield
+    finally:
+        merge._merge = COMPILED
+
+
+def test_the_compiled_merges_are_built():
+    # ./dev installs with a C compiler present; without one dedup still works (numpy), slower.
+    assert COMPILED is not None, "dedup.engine._merge is not built: pip install -e . with gcc"
+
+
+SORTED = st.lists(st.integers(0, 2**32 - 1), max_size=300, unique=True).map(
+    lambda values: np.array(sorted(values), dtype=np.uint32)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(SORTED, SORTED)
+def test_shared_count_is_the_size_of_the_intersection(x, y):
+    expected = len(set(x.tolist()) & set(y.tolist()))
+    assert merge.shared_count(x, y) == expected
+    with numpy_only():
+        assert merge.shared_count(x, y) == expected
+
+
+def features_of(values: np.ndarray, passages: int, draw) -> Features:
+    passage_of = np.array([draw(st.integers(0, passages - 1)) for _ in values], dtype=np.uint32)
+    return Features(
+        fingerprint=None,
+        length=len(values),
+        shingles=values,
+        passage_of=passage_of,
+        passage_keys=np.arange(passages, dtype=np.uint64),
+        passage_sizes=np.bincount(passage_of, minlength=passages),
+    )
+
+
+@st.composite
+def feature_pairs(draw):
+    """Two articles whose shingles overlap a lot, a little or not at all."""
+    pool = draw(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=400, unique=True))
+    x = np.array(sorted(set(draw(st.lists(st.sampled_from(pool), max_size=300)))), np.uint32)
+    y = np.array(sorted(set(draw(st.lists(st.sampled_from(pool), max_size=300)))), np.uint32)
+    fa = features_of(x, draw(st.integers(1, 12)), draw)
+    fb = features_of(y, draw(st.integers(1, 40)), draw)
+    return fa, fb
+
+
+@settings(max_examples=150, deadline=None)
+@given(feature_pairs())
+def test_shared_shingles_and_passages_agree_compiled_numpy_and_by_sets(pair):
+    fa, fb = pair
+    of_a = dict(zip(fa.shingles.tolist(), fa.passage_of.tolist(), strict=True))
+    of_b = dict(zip(fb.shingles.tolist(), fb.passage_of.tolist(), strict=True))
+    shared = sorted(set(of_a) & set(of_b))
+    in_a, in_b = merge.shared_shingles(fa, fb)
+    assert in_a.tolist() == [of_a[s] for s in shared]
+    assert in_b.tolist() == [of_b[s] for s in shared]
+    compiled = merge.shared_passages(fa, fb, in_a, in_b)
+    with numpy_only():
+        in_a2, in_b2 = merge.shared_shingles(fa, fb)
+        assert (in_a2 == in_a).all() and (in_b2 == in_b).all()
+        assert merge.shared_passages(fa, fb, in_a, in_b) == compiled
+    assert compiled == passages_by_sets(fa, fb, of_a, of_b, shared)
+
+
+def passages_by_sets(fa, fb, of_a, of_b, shared) -> list[tuple[int, int]]:
+    """Shared passages the obvious way: every (mine, theirs) pair counted in dictionaries."""
+    a_small = len(fa.shingles) <= len(fb.shingles)
+    mine, theirs = (of_a, of_b) if a_small else (of_b, of_a)
+    sizes = (fa if a_small else fb).passage_sizes
+    cells: dict[int, dict[int, int]] = {}
+    for shingle in shared:
+        row = cells.setdefault(mine[shingle], {})
+        row[theirs[shingle]] = row.get(theirs[shingle], 0) + 1
+    found = []
+    for p, row in cells.items():
+        if sum(row.values()) * 2 >= max(int(sizes[p]), 1):
+            best = min(row, key=lambda q: (-row[q], q))
+            found.append((p, best) if a_small else (best, p))
+    return sorted(found)
+
+
+@pytest.fixture(scope="module")
+def detector():
+    return Detector()
+
+
+def test_a_page_holding_an_article_is_judged_alike_compiled_and_by_numpy(detector):
+    sentences = [s + "。" for s in ARTICLE.split("。") if s]
+    pages = [
+        FILLER + ARTICLE + OTHER,
+        "".join(sentences[:3]) + OTHER,
+        ARTICLE.replace("。", "！", 2),
+        OTHER,
+    ]
+    fa = detector.features(ARTICLE)
+    others = [(i + 1, detector.features(page)) for i, page in enumerate(pages)]
+    compiled = detector.judge_many(0, fa, others)
+    with numpy_only():
+        assert detector.judge_many(0, fa, others) == compiled
+    assert [d.kind for d in compiled] == ["partial", "partial", "near"]
+    mine, theirs = zip(*compiled[0].shared_passages, strict=True)
+    assert list(mine) == list(range(len(detector.passages(ARTICLE))))  # the whole article
+    assert list(theirs) == list(range(theirs[0], theirs[0] + len(mine)))  # in a row, in order
+
+
+def test_the_compiled_merges_refuse_wrong_arguments():
+    x = np.arange(5, dtype=np.uint32)
+    with pytest.raises(TypeError, match="uint32"):
+        COMPILED.shared_count(x.astype(np.uint64), x)
+    with pytest.raises(ValueError, match="min"):
+        COMPILED.shared_passages(x, x, x, x, x[:5], x[:5])  # needs 6 places
+    with pytest.raises(ValueError, match="length"):
+        COMPILED.shared_passages(x, x[:4], x, x, np.empty(6, np.uint32), np.empty(6, np.uint32))
+    with pytest.raises(ValueError, match="out of range"):
+        COMPILED.passage_partners(x, x, np.ones(2, np.uint32), 3)
+    with pytest.raises(BufferError, match="not writable"):
+        COMPILED.shared_passages(x, x, x, x, bytes(24), bytes(24))

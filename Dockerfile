@@ -11,7 +11,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 COPY . .
-RUN pip install . \
+# gcc builds verification's compiled merges (dedup/engine/_merge.c), then goes. An editable
+# install puts them beside the sources, which PYTHONPATH puts first.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && pip install -e . \
+    && python -c "import dedup.engine._merge" \
+    && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/* \
     && SECRET_KEY=collectstatic-only DEDUP_VAR_DIR=/tmp/build-var \
        python manage.py collectstatic --noinput \
     && rm -rf /tmp/build-var \

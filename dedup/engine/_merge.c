@@ -53,83 +53,83 @@ shared_count(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(shared);
 }
 
-/* shared_passages(x, x_of, y, y_of, out_x, out_y) -> int: merge two sorted distinct uint32
- * arrays; for the n-th value both hold, write x_of and y_of at its places into out_x[n] and
- * out_y[n]; return how many they share. The outputs need min(len(x), len(y)) + 1 places. */
+/* shared_counts(x, ys) -> list[int]: shared_count(x, y) for each y of a sequence. */
 static PyObject *
-shared_passages(PyObject *self, PyObject *args)
+shared_counts(PyObject *self, PyObject *args)
 {
-    PyObject *objects[6];
-    Py_buffer views[6];
-    static const char *names[6] = {"x", "x_of", "y", "y_of", "out_x", "out_y"};
-    if (!PyArg_ParseTuple(args, "OOOOOO:shared_passages", &objects[0], &objects[1],
-                          &objects[2], &objects[3], &objects[4], &objects[5]))
+    PyObject *xo, *ys;
+    Py_buffer xb;
+    if (!PyArg_ParseTuple(args, "OO:shared_counts", &xo, &ys))
         return NULL;
-    int got = 0;
-    for (; got < 6; got++)
-        if (u32_view(objects[got], &views[got], got >= 4, names[got]) < 0)
+    PyObject *seq = PySequence_Fast(ys, "ys: needs a sequence of arrays");
+    if (seq == NULL)
+        return NULL;
+    if (u32_view(xo, &xb, 0, "x") < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *result = PyList_New(count);
+    const uint32_t *x = xb.buf;
+    Py_ssize_t nx = xb.len / 4;
+    for (Py_ssize_t k = 0; result != NULL && k < count; k++) {
+        Py_buffer yb;
+        if (u32_view(PySequence_Fast_GET_ITEM(seq, k), &yb, 0, "y") < 0) {
+            Py_CLEAR(result);
             break;
-    PyObject *result = NULL;
-    if (got < 6)
-        goto done;
-    Py_ssize_t nx = views[0].len / 4, ny = views[2].len / 4;
-    Py_ssize_t least = (nx < ny ? nx : ny) + 1;
-    if (views[1].len / 4 != nx || views[3].len / 4 != ny) {
-        PyErr_SetString(PyExc_ValueError, "a passage array's length differs from its shingles'");
-        goto done;
+        }
+        const uint32_t *y = yb.buf;
+        Py_ssize_t ny = yb.len / 4, i = 0, j = 0, shared = 0;
+        while (i < nx && j < ny) {
+            uint32_t a = x[i], b = y[j];
+            shared += a == b;
+            i += a <= b;
+            j += b <= a;
+        }
+        PyBuffer_Release(&yb);
+        PyObject *value = PyLong_FromSsize_t(shared);
+        if (value == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, k, value);
     }
-    if (views[4].len / 4 < least || views[5].len / 4 < least) {
-        PyErr_SetString(PyExc_ValueError, "outputs need min(len(x), len(y)) + 1 places");
-        goto done;
-    }
-    const uint32_t *x = views[0].buf, *x_of = views[1].buf;
-    const uint32_t *y = views[2].buf, *y_of = views[3].buf;
-    uint32_t *out_x = views[4].buf, *out_y = views[5].buf;
-    Py_ssize_t i = 0, j = 0, shared = 0;
-    Py_BEGIN_ALLOW_THREADS
-    while (i < nx && j < ny) {
-        uint32_t a = x[i], b = y[j];
-        /* Written every step, kept (shared advances) only on a match: no branch. */
-        out_x[shared] = x_of[i];
-        out_y[shared] = y_of[j];
-        shared += a == b;
-        i += a <= b;
-        j += b <= a;
-    }
-    Py_END_ALLOW_THREADS
-    result = PyLong_FromSsize_t(shared);
-done:
-    for (int k = 0; k < got; k++)
-        PyBuffer_Release(&views[k]);
+    PyBuffer_Release(&xb);
+    Py_DECREF(seq);
     return result;
 }
 
-/* passage_partners(mine, theirs, half, width) -> list[(int, int)]: for the shared shingles'
- * passages (mine[n] in one article, theirs[n] in the other, width passages there), return
- * (p, q) for each passage p of mine holding at least half[p] shared shingles, q being the
- * passage of theirs holding most of them (the lowest such number on a tie), in order of p. */
+/* partial_passages(mine, mine_of, theirs, theirs_of, half, width) -> list[(int, int)]: merge
+ * two articles' sorted distinct shingles (mine_of and theirs_of: the passage of each; width:
+ * how many passages theirs has; half: per passage of mine, the least shared shingles that make
+ * most of it) and return (p, q) for each passage p of mine mostly shared, q being the passage
+ * of theirs holding most of it (the lowest such number on a tie), in order of p. */
 static PyObject *
-passage_partners(PyObject *self, PyObject *args)
+partial_passages(PyObject *self, PyObject *args)
 {
-    PyObject *objects[3];
-    Py_buffer views[3];
-    static const char *names[3] = {"mine", "theirs", "half"};
+    PyObject *objects[5];
+    Py_buffer views[5];
+    static const char *names[5] = {"mine", "mine_of", "theirs", "theirs_of", "half"};
     Py_ssize_t width;
-    if (!PyArg_ParseTuple(args, "OOOn:passage_partners", &objects[0], &objects[1], &objects[2],
-                          &width))
+    if (!PyArg_ParseTuple(args, "OOOOOn:partial_passages", &objects[0], &objects[1],
+                          &objects[2], &objects[3], &objects[4], &width))
         return NULL;
     int got = 0;
-    for (; got < 3; got++)
+    for (; got < 5; got++)
         if (u32_view(objects[got], &views[got], 0, names[got]) < 0)
             break;
     PyObject *result = NULL;
     uint32_t *counts = NULL, *totals = NULL;
-    if (got < 3)
+    if (got < 5)
         goto done;
-    Py_ssize_t n = views[0].len / 4, rows = views[2].len / 4;
-    const uint32_t *mine = views[0].buf, *theirs = views[1].buf, *half = views[2].buf;
-    if (views[1].len / 4 != n || width <= 0 || rows > PY_SSIZE_T_MAX / width) {
-        PyErr_SetString(PyExc_ValueError, "mine and theirs differ in length, or bad width");
+    Py_ssize_t nx = views[0].len / 4, ny = views[2].len / 4, rows = views[4].len / 4;
+    const uint32_t *x = views[0].buf, *x_of = views[1].buf;
+    const uint32_t *y = views[2].buf, *y_of = views[3].buf, *half = views[4].buf;
+    if (views[1].len / 4 != nx || views[3].len / 4 != ny) {
+        PyErr_SetString(PyExc_ValueError, "a passage array's length differs from its shingles'");
+        goto done;
+    }
+    if (width <= 0 || rows <= 0 || rows > PY_SSIZE_T_MAX / width / 4) {
+        PyErr_SetString(PyExc_ValueError, "bad passage counts");
         goto done;
     }
     counts = PyMem_Calloc((size_t)(rows * width), sizeof(uint32_t));
@@ -138,13 +138,20 @@ passage_partners(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (mine[k] >= rows || theirs[k] >= width) {
-            PyErr_SetString(PyExc_ValueError, "a passage number is out of range");
-            goto done;
+    Py_ssize_t i = 0, j = 0;
+    while (i < nx && j < ny) {
+        uint32_t a = x[i], b = y[j];
+        if (a == b) {
+            uint32_t p = x_of[i], q = y_of[j];
+            if (p >= rows || q >= width) {
+                PyErr_SetString(PyExc_ValueError, "a passage number is out of range");
+                goto done;
+            }
+            counts[p * width + q]++;
+            totals[p]++;
         }
-        counts[mine[k] * width + theirs[k]]++;
-        totals[mine[k]]++;
+        i += a <= b;
+        j += b <= a;
     }
     result = PyList_New(0);
     for (Py_ssize_t p = 0; result != NULL && p < rows; p++) {
@@ -171,10 +178,11 @@ done:
 static PyMethodDef methods[] = {
     {"shared_count", shared_count, METH_VARARGS,
      "shared_count(x, y) -> int: values two sorted distinct uint32 arrays share"},
-    {"shared_passages", shared_passages, METH_VARARGS,
-     "shared_passages(x, x_of, y, y_of, out_x, out_y) -> int: the passages of shared values"},
-    {"passage_partners", passage_partners, METH_VARARGS,
-     "passage_partners(mine, theirs, half, width) -> list: passages mostly shared, and where"},
+    {"shared_counts", shared_counts, METH_VARARGS,
+     "shared_counts(x, ys) -> list[int]: shared_count(x, y) for each y"},
+    {"partial_passages", partial_passages, METH_VARARGS,
+     "partial_passages(mine, mine_of, theirs, theirs_of, half, width) -> list: passages mostly"
+     " shared, and where"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,7 +2,8 @@
 
 Shingles are sorted, distinct uint32 values, so what two articles share is found by merging
 the two arrays. The compiled module `dedup.engine._merge` (built by pip when a C compiler is
-present) merges in one step per element; without it, numpy sorts the two sorted runs together,
+present) merges in one step per element, an article against all its candidates in one call,
+and counts shared passages as it goes; without it, numpy sorts the two sorted runs together,
 which is the same merge done with temporaries, a few times slower. Both give the same results
 (tests compare them).
 """
@@ -30,6 +31,13 @@ _SIDE = np.uint64(1 << 31)  # marks a passage number as the second article's (nu
 _UNMARK = np.uint32((1 << 31) - 1)
 
 
+def shared_counts(x: np.ndarray, ys: list[np.ndarray]) -> list[int]:
+    """Return how many values a sorted array of distinct uint32 shares with each of others."""
+    if _merge is not None:
+        return _merge.shared_counts(x, ys)
+    return [shared_count(x, y) for y in ys]
+
+
 def shared_count(x: np.ndarray, y: np.ndarray) -> int:
     """Return how many values two sorted arrays of distinct uint32 share."""
     if _merge is not None:
@@ -40,16 +48,24 @@ def shared_count(x: np.ndarray, y: np.ndarray) -> int:
     return int(np.count_nonzero(both[1:] == both[:-1]))
 
 
+def partial_passages(fa: Features, fb: Features) -> list[tuple[int, int]]:
+    """Return (passage of a, passage of b) pairs where most of a passage of the smaller
+    article is in the other, with the passage of the other that holds most of it."""
+    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    mine, theirs = (fa, fb) if small_is_a else (fb, fa)
+    width, rows = len(theirs.passage_keys), len(mine.passage_keys)
+    if _merge is None or rows * width > MAX_DENSE_PASSAGE_PAIRS or not rows:
+        return shared_passages(fa, fb, *shared_shingles(fa, fb))
+    found = _merge.partial_passages(
+        mine.shingles, mine.passage_of, theirs.shingles, theirs.passage_of,
+        mine.half_passages, width,
+    )  # fmt: skip
+    return found if small_is_a else sorted((q, p) for p, q in found)
+
+
 def shared_shingles(fa: Features, fb: Features) -> tuple[np.ndarray, np.ndarray]:
     """Return, for each shingle two articles share (in shingle order), the passage it is in
     first in a and in b: two uint32 arrays of the same length."""
-    if _merge is not None:
-        size = min(len(fa.shingles), len(fb.shingles)) + 1
-        in_a, in_b = np.empty(size, np.uint32), np.empty(size, np.uint32)
-        shared = _merge.shared_passages(
-            fa.shingles, fa.passage_of, fb.shingles, fb.passage_of, in_a, in_b
-        )
-        return in_a[:shared], in_b[:shared]
     # (shingle, passage) as one 64-bit value, b's passages marked, so that once sorted a's
     # entry of a shared shingle comes right before b's.
     both = np.concatenate((_keyed(fa), _keyed(fb) | _SIDE))
@@ -67,8 +83,8 @@ def _keyed(features: Features) -> np.ndarray:
 def shared_passages(
     fa: Features, fb: Features, in_a: np.ndarray, in_b: np.ndarray
 ) -> list[tuple[int, int]]:
-    """Return (passage of a, passage of b) pairs where most of a passage is in the other,
-    from the passages of their shared shingles (`shared_shingles`)."""
+    """Return what `partial_passages` returns, from the passages of the shared shingles
+    (`shared_shingles`), by numpy."""
     # For each passage of the smaller side ("mine"): is most of it in the other article, and
     # in which of the other's passages ("theirs")? Shared shingles counted per (mine, theirs),
     # as mine * width + theirs.
@@ -77,9 +93,6 @@ def shared_passages(
     in_mine, in_theirs = (in_a, in_b) if small_is_a else (in_b, in_a)
     width = len(theirs.passage_keys)
     rows = len(mine.passage_keys)
-    if rows * width <= MAX_DENSE_PASSAGE_PAIRS and _merge is not None:
-        found = _merge.passage_partners(in_mine, in_theirs, mine.half_passages, width)
-        return found if small_is_a else sorted((q, p) for p, q in found)
     pair = np.multiply(in_mine, width, dtype=np.int64)
     pair += in_theirs
     if rows * width <= MAX_DENSE_PASSAGE_PAIRS:

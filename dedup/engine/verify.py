@@ -14,11 +14,10 @@ old article is never tokenised again:
 
 Candidate pairs come from the segment index twice: article fingerprints within `k_article`,
 and equal passage keys (a repost inside a bigger page keeps its passages even when the page's
-fingerprint drifts far). A candidate whose bound of shared shingles (from a small bitset per
-article) rules both verdicts out stops there; the others are verified on the shingle sets, by
-merging the two sorted arrays: *near* when their Jaccard similarity reaches `near`, *partial*
-when a large share of the smaller one is contained in the other (`partial`); the shared
-passages say where.
+fingerprint drifts far). Every candidate is verified on the shingle sets, by merging the two
+sorted arrays (dedup.engine.merge): *near* when their Jaccard similarity reaches `near`,
+*partial* when a large share of the smaller one is contained in the other (`partial`); the
+shared passages say where.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ import numpy as np
 
 from dedup.engine.config import Config
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
-from dedup.engine.merge import shared_count, shared_passages, shared_shingles
+from dedup.engine.merge import partial_passages, shared_counts
 from dedup.engine.pairs import pairs, pairs_within_runs
 from dedup.engine.text import junk_share, normalise, strip_html
 
@@ -48,9 +47,6 @@ MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # Passages shared by more articles than this are boilerplate (navigation, footers): not used
 # to find candidates, so that one template cannot make every page a candidate of every other.
 MAX_PASSAGE_OWNERS = 20
-# Shingles fall in 2**BUCKET_BITS buckets by their high bits, for a quick bound of how many two
-# articles share (see judge_many): a bitset of 2 KB per article.
-BUCKET_BITS = 14
 # Packed features (Features.to_bytes): magic, format, flags, fingerprint, length, shingle
 # count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
 # with the WIDE flag: more than 65,536 passages), the passage keys (u8).
@@ -75,19 +71,6 @@ class Features:
     passage_of: np.ndarray  # uint32, for each shingle the first passage it occurs in
     passage_keys: np.ndarray  # uint64, one per passage: its least 64-bit gram hash
     passage_sizes: np.ndarray  # distinct shingles first seen in each passage
-
-    @cached_property
-    def buckets(self) -> np.ndarray:
-        """Return which of 2**BUCKET_BITS buckets (by their high bits) the shingles occupy, as
-        a bitset (made once, for judge_many)."""
-        marks = np.zeros(1 << BUCKET_BITS, dtype=bool)
-        marks[self.shingles >> np.uint32(32 - BUCKET_BITS)] = True
-        return np.packbits(marks).view(np.uint64)
-
-    @cached_property
-    def hidden(self) -> int:
-        """Return how many shingles share a bucket with another (made once, for judge_many)."""
-        return len(self.shingles) - int(np.bitwise_count(self.buckets).sum())
 
     @cached_property
     def half_passages(self) -> np.ndarray:
@@ -308,36 +291,21 @@ class Detector:
         """Verify one article against its candidates at once; return the duplicates, in order."""
         if not others:
             return []
-        # An upper bound of the shingles each candidate shares with the article, for all at
-        # once: the buckets both occupy, plus what collisions in a bucket may hide. Most
-        # candidates that are no duplicate (two pages sharing a footer) stop there.
-        both = np.concatenate([fb.buckets for _, fb in others]).reshape(len(others), -1)
-        both &= fa.buckets
-        bounds = np.add.reduce(np.bitwise_count(both), axis=1).tolist()
+        # How many shingles each candidate shares with the article: one merge each, all in
+        # one call; then the verdicts, from sizes and counts alone.
+        x = fa.shingles
+        counts = shared_counts(x, [fb.shingles for _, fb in others])
         found = []
-        x, near, partial, min_shared = fa.shingles, self.near, self.partial, self.min_shared
-        for (b, fb), bound in zip(others, bounds, strict=True):
-            y = fb.shingles
-            small, big = (len(x), len(y)) if len(x) <= len(y) else (len(y), len(x))
-            need = max(min_shared, partial * small)  # for a partial copy
-            if small >= near * big:  # a Jaccard of `near` is within reach
-                need = min(need, near * (small + big) / (1 + near))
-            if bound + min(fa.hidden, fb.hidden) < need * (1 - 1e-9):  # margin: float rounding
-                continue
-            # One article inside a bigger page is the likely partial copy: then the passages
-            # of the shared shingles are found in the same merge.
-            inside = big >= 1.5 * small and small >= min_shared
-            if inside:
-                in_a, in_b = shared_shingles(fa, fb)
-                shared = len(in_a)
-            else:
-                shared = shared_count(x, y)
+        near, partial, min_shared = self.near, self.partial, self.min_shared
+        for (b, fb), shared in zip(others, counts, strict=True):
             if not shared:
                 continue
+            size = len(fb.shingles)
+            small, big = (len(x), size) if len(x) <= size else (size, len(x))
             jaccard = shared / (small + big - shared)
             containment = shared / small
             contained = containment >= partial and shared >= min_shared
-            if contained and inside:  # one article inside a bigger page
+            if contained and big >= 1.5 * small:  # one article inside a bigger page
                 kind, similarity = "partial", containment
             elif jaccard >= near:
                 kind, similarity = "near", jaccard
@@ -350,11 +318,7 @@ class Detector:
                 distance = (fa.fingerprint ^ fb.fingerprint).bit_count()
             # Shared passages say where a partial copy sits; a near copy shares (nearly) all
             # of them, which a side-by-side diff shows better, so they are left out there.
-            passages = []
-            if kind == "partial":
-                if not inside:
-                    in_a, in_b = shared_shingles(fa, fb)
-                passages = shared_passages(fa, fb, in_a, in_b)
+            passages = partial_passages(fa, fb) if kind == "partial" else []
             found.append(Duplicate(a, b, kind, distance, round(similarity, 4), passages))
         return found
 

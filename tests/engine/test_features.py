@@ -184,23 +184,7 @@ def test_judgement_equals_the_judgement_by_sets(detector, a, b):
     assert got == judge_by_sets(detector, fa, fb)
 
 
-@settings(max_examples=80, deadline=None)
-@given(TEXT, TEXT)
-def test_bucket_bound_is_never_below_the_shared_shingles(detector, a, b):
-    fa, fb = detector.features(a), detector.features(b)
-    shared = len(set(fa.shingles.tolist()) & set(fb.shingles.tolist()))
-    occupied = int(np.bitwise_count(fa.buckets & fb.buckets).sum())
-    assert occupied + min(fa.hidden, fb.hidden) >= shared
-
-
-def test_pages_sharing_only_a_footer_are_ruled_out_by_the_bound(detector):
+def test_pages_sharing_only_a_footer_are_no_duplicates(detector):
     footer = "版权所有，未经许可不得转载本网站任何内容，违者必究，本站保留一切法律权利。"
     page, other = detector.features(FILLER + footer), detector.features(OTHER + footer)
-    small = min(len(page.shingles), len(other.shingles))
-    bound = int(np.bitwise_count(page.buckets & other.buckets).sum())
-    bound += min(page.hidden, other.hidden)
-    assert bound < detector.partial * small  # so no merge: not a partial copy, nor near
-    assert (
-        small < detector.near * max(len(page.shingles), len(other.shingles)) or bound < 0.3 * small
-    )
     assert detector.judge(0, 1, page, other) is None

@@ -78,12 +78,15 @@ def test_shared_shingles_and_passages_agree_compiled_numpy_and_by_sets(pair):
     in_a, in_b = merge.shared_shingles(fa, fb)
     assert in_a.tolist() == [of_a[s] for s in shared]
     assert in_b.tolist() == [of_b[s] for s in shared]
-    compiled = merge.shared_passages(fa, fb, in_a, in_b)
+    compiled = merge.partial_passages(fa, fb)
+    assert compiled == merge.shared_passages(fa, fb, in_a, in_b)  # numpy, dense
     with numpy_only():
-        in_a2, in_b2 = merge.shared_shingles(fa, fb)
-        assert (in_a2 == in_a).all() and (in_b2 == in_b).all()
-        assert merge.shared_passages(fa, fb, in_a, in_b) == compiled
+        assert merge.partial_passages(fa, fb) == compiled
     assert compiled == passages_by_sets(fa, fb, of_a, of_b, shared)
+    assert merge.shared_counts(fa.shingles, [fb.shingles, fa.shingles]) == [
+        len(shared),
+        len(fa.shingles),
+    ]
 
 
 def passages_by_sets(fa, fb, of_a, of_b, shared) -> list[tuple[int, int]]:
@@ -131,11 +134,14 @@ def test_the_compiled_merges_refuse_wrong_arguments():
     x = np.arange(5, dtype=np.uint32)
     with pytest.raises(TypeError, match="uint32"):
         COMPILED.shared_count(x.astype(np.uint64), x)
-    with pytest.raises(ValueError, match="min"):
-        COMPILED.shared_passages(x, x, x, x, x[:5], x[:5])  # needs 6 places
+    with pytest.raises(TypeError, match="uint32"):
+        COMPILED.shared_counts(x, [x, x.astype(np.float64)])
+    with pytest.raises(TypeError, match="sequence"):
+        COMPILED.shared_counts(x, 3)
+    half = np.ones(5, np.uint32)
     with pytest.raises(ValueError, match="length"):
-        COMPILED.shared_passages(x, x[:4], x, x, np.empty(6, np.uint32), np.empty(6, np.uint32))
+        COMPILED.partial_passages(x, x[:4], x, x, half, 5)
     with pytest.raises(ValueError, match="out of range"):
-        COMPILED.passage_partners(x, x, np.ones(2, np.uint32), 3)
-    with pytest.raises(BufferError, match="not writable"):
-        COMPILED.shared_passages(x, x, x, x, bytes(24), bytes(24))
+        COMPILED.partial_passages(x, x, x, x, half, 3)  # passage 4 of theirs, of 3
+    with pytest.raises(ValueError, match="passage counts"):
+        COMPILED.partial_passages(x, x, x, x, half, 0)

@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
+from dedup.engine import verify
 from dedup.engine.config import TOKENIZERS, Config
 from dedup.engine.hamming import to_signed, to_unsigned
 from dedup.engine.plan import Plan, plan_for
@@ -88,8 +89,12 @@ class Settings(models.Model):
 
     @property
     def index_version(self) -> str:
-        """Return the version of fingerprints and index rows these settings produce."""
-        return f"{self.engine_config().version}/{self.plan().version}"
+        """Return the version of what these settings and this code store: fingerprints, index
+        rows and packed features (the rows of other versions are not read)."""
+        # Every part names a change that makes stored rows unusable: the fingerprint (the
+        # configuration and ALGORITHM), the tables, and the packed features' format.
+        features = f"f{verify.FEATURES_FORMAT}"
+        return f"{self.engine_config().version}/{self.plan().version}/{features}"
 
 
 @functools.lru_cache(maxsize=64)

@@ -27,7 +27,8 @@ __all__ = ["to_signed", "to_unsigned"]  # plus the models
 
 class Settings(models.Model):
     """The singleton an admin tunes (row 1). Changing what fingerprints depend on starts a
-    rebuild; until it ends, answers come from `active_version`."""
+    rebuild, and so does a release that stores under a new index version (dedup/rebuilds.py);
+    until it ends, answers come from `active_version`."""
 
     threshold = models.PositiveSmallIntegerField(
         _("default threshold"), default=3, help_text=_("distance shown to editors at first")

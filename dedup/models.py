@@ -83,10 +83,14 @@ class Settings(models.Model):
         return {name: getattr(self, name) for name in self.CONFIG_FIELDS}
 
     def active(self) -> Settings:
-        """Return unsaved settings describing active_version (self when nothing is rebuilding)."""
+        """Return unsaved settings describing active_version (self when nothing is rebuilding):
+        its fingerprint and index fields, and the rest (thresholds, retention) as they are."""
         if not self.active_config or self.active_version == self.index_version:
             return self
-        return Settings(**{**self.config_fields(), **self.active_config})
+        # Threshold, near, partial and the retention window apply at once, rebuild or not.
+        now = {f.attname: getattr(self, f.attname) for f in self._meta.concrete_fields}
+        now.pop("id")
+        return Settings(**{**now, **self.active_config})
 
     @property
     def index_version(self) -> str:

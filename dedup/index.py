@@ -13,6 +13,7 @@ are verified on their stored features: an old article is never tokenised again.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -33,6 +34,8 @@ from dedup.engine.hamming import to_signed, to_unsigned
 from dedup.engine.plan import Plan
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, Detector, Duplicate, Features
 from dedup.models import Article, Fingerprint, Match, PassageKey, SegmentRow, Settings
+
+logger = logging.getLogger(__name__)
 
 # Rows per INSERT statement, and candidates whose features are loaded at once.
 BATCH = 2000
@@ -411,11 +414,13 @@ _features_lock = threading.Lock()
 
 
 def caches_clear() -> None:
-    """Forget this process's cached features, sketches and boilerplate keys (tests)."""
+    """Forget this process's cached features, sketches and boilerplate keys, and which
+    versions' unreadable features it has logged (tests)."""
     with _features_lock:
         _features_cache.clear()
         _sketch_cache.clear()
         _hot_keys.clear()
+        _unreadable_logged.clear()
 
 
 def _cached(cache: OrderedDict, version: str, article_ids: Iterable[int]) -> tuple[dict, list]:
@@ -450,13 +455,48 @@ def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Feat
             rows += Fingerprint.objects.filter(
                 version=version, article_id__in=missing[start : start + FEATURES_BATCH]
             ).values_list("article_id", "features")
+    unpacked = _features_unpack(rows, version)
     with _features_lock:
-        for article_id, data in rows:
-            loaded[article_id] = Features.from_bytes(data)
-            _features_cache[version, article_id] = loaded[article_id]
+        for article_id, features in unpacked.items():
+            loaded[article_id] = features
+            _features_cache[version, article_id] = features
             if len(_features_cache) > FEATURES_CACHED:
                 _features_cache.popitem(last=False)
     return loaded
+
+
+# Versions whose unreadable features this process has logged: one line per version, not one
+# per candidate of every chunk.
+_unreadable_logged: set[str] = set()
+
+
+def _features_unpack(rows: Iterable[tuple[int, bytes]], version: str) -> dict[int, Features]:
+    """Unpack stored features; leave out (and log once per version) those this code cannot
+    read, so that their articles are not verified instead of failing whoever asked."""
+    unpacked, unreadable = {}, {}
+    for article_id, data in rows:
+        try:
+            unpacked[article_id] = Features.from_bytes(data)
+        except ValueError as error:
+            # Rows of an older release (another FEATURES_FORMAT), read while the rebuild to
+            # this release's version runs.
+            unreadable[article_id] = error
+    if unreadable:
+        with _features_lock:
+            first_time = version not in _unreadable_logged
+            _unreadable_logged.add(version)
+        if first_time:
+            article_id, error = min(unreadable.items())
+            logger.warning(
+                "the stored features of %d article(s) under version %s cannot be read (the "
+                "first, article %s: %s); such articles are not verified until a rebuild "
+                "re-indexes them (logged once per version)",
+                len(unreadable),
+                version,
+                article_id,
+                error,
+            )
+    return unpacked
 
 
 def duplicates_find(

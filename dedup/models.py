@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
+from dedup.engine import verify
 from dedup.engine.config import TOKENIZERS, Config
 from dedup.engine.hamming import to_signed, to_unsigned
 from dedup.engine.plan import Plan, plan_for
@@ -26,7 +27,8 @@ __all__ = ["to_signed", "to_unsigned"]  # plus the models
 
 class Settings(models.Model):
     """The singleton an admin tunes (row 1). Changing what fingerprints depend on starts a
-    rebuild; until it ends, answers come from `active_version`."""
+    rebuild, and so does a release that stores under a new index version (dedup/rebuilds.py);
+    until it ends, answers come from `active_version`."""
 
     threshold = models.PositiveSmallIntegerField(
         _("default threshold"), default=3, help_text=_("distance shown to editors at first")
@@ -81,15 +83,23 @@ class Settings(models.Model):
         return {name: getattr(self, name) for name in self.CONFIG_FIELDS}
 
     def active(self) -> Settings:
-        """Return unsaved settings describing active_version (self when nothing is rebuilding)."""
+        """Return unsaved settings describing active_version (self when nothing is rebuilding):
+        its fingerprint and index fields, and the rest (thresholds, retention) as they are."""
         if not self.active_config or self.active_version == self.index_version:
             return self
-        return Settings(**{**self.config_fields(), **self.active_config})
+        # Threshold, near, partial and the retention window apply at once, rebuild or not.
+        now = {f.attname: getattr(self, f.attname) for f in self._meta.concrete_fields}
+        now.pop("id")
+        return Settings(**{**now, **self.active_config})
 
     @property
     def index_version(self) -> str:
-        """Return the version of fingerprints and index rows these settings produce."""
-        return f"{self.engine_config().version}/{self.plan().version}"
+        """Return the version of what these settings and this code store: fingerprints, index
+        rows and packed features (the rows of other versions are not read)."""
+        # Every part names a change that makes stored rows unusable: the fingerprint (the
+        # configuration and ALGORITHM), the tables, and the packed features' format.
+        features = f"f{verify.FEATURES_FORMAT}"
+        return f"{self.engine_config().version}/{self.plan().version}/{features}"
 
 
 @functools.lru_cache(maxsize=64)

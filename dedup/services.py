@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from dedup import index
+from dedup import index, rebuilds
 from dedup.db import columns, int_array, pg_cursor
 from dedup.engine.config import ConfigError
 from dedup.engine.plan import PlanError
@@ -712,18 +712,18 @@ EDITABLE = ("threshold", "k_max", "capacity", "top_n", "tokenizer", "retention_d
 
 
 def settings_update(**fields) -> RebuildJob | None:
-    """Change the settings; when fingerprints or the plan change, start a rebuild."""
+    """Change the settings; when what is stored changes (the index version), start a rebuild
+    unless one to the new version is running."""
     unknown = sorted(set(fields) - set(EDITABLE))
     if unknown:
         raise SettingsInvalid(f"unknown setting(s) {', '.join(unknown)}; use {', '.join(EDITABLE)}")
     with transaction.atomic():
-        index.settings_current()
-        row = Settings.objects.select_for_update().get(pk=1)
+        row = rebuilds.settings_locked()
         for name, value in fields.items():
             setattr(row, name, value)
         try:
             row.full_clean(exclude=["active_version", "active_config"])
-            version = row.index_version
+            row.index_version  # noqa: B018 (builds the Config and the Plan: bad ones raise)
         except (ConfigError, PlanError) as error:
             raise SettingsInvalid(str(error)) from error
         except Exception as error:  # ValidationError: name the fields
@@ -731,17 +731,7 @@ def settings_update(**fields) -> RebuildJob | None:
         if row.threshold > row.k_max:
             raise SettingsInvalid(f"threshold {row.threshold} is over k_max {row.k_max}")
         row.save()
-        running = RebuildJob.objects.filter(state="running").exclude(version=version)
-        running.update(state="failed", message="superseded by a later settings change")
-        if version == row.active_version:
-            return None
-        job = RebuildJob.objects.filter(state="running", version=version).first()
-        if job is None:
-            total = Article.objects.filter(status=ArticleStatus.DONE).count()
-            job = RebuildJob.objects.create(version=version, total=total)
-            from dedup import tasks
-
-            transaction.on_commit(lambda: tasks.index_rebuild.delay(job_id=job.pk))
+        job, _ = rebuilds.rebuild_start(row)
         return job
 
 
@@ -753,7 +743,7 @@ def index_rebuild(*, job_id: int) -> RebuildJob:
         return job
     if settings.index_version != job.version:
         RebuildJob.objects.filter(id=job_id).update(
-            state="failed", message="superseded by a later settings change"
+            state="failed", message=rebuilds.superseded(settings.index_version)
         )
         job.refresh_from_db()
         return job

@@ -183,6 +183,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "dedup.tasks.articles_requeue_stuck",
         "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 120),
     },
+    # Workers check as they start (dedup.tasks.index_upgrade_on_start); this catches a check
+    # that failed then (the database was down, say).
+    "rebuild-after-upgrade": {
+        "task": "dedup.tasks.index_upgrade",
+        "schedule": 300,
+    },
     "prune-outside-retention": {
         "task": "dedup.tasks.articles_prune",
         "schedule": 24 * 3600,

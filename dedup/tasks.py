@@ -3,12 +3,16 @@
 Tasks are acknowledged after they run (a task lost with its worker is delivered again) and
 retried with backoff on transient database errors; the services are idempotent, so running a
 task twice changes nothing twice.
+
+A worker starting checks whether this release stores under a new index version, and starts
+the rebuild it needs (rebuilds.index_upgrade; beat runs the same check every few minutes).
 """
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
+from celery.signals import worker_ready
+from django.db import InterfaceError, OperationalError, connection
 
-from dedup import services
+from dedup import rebuilds, services
 
 RETRY = {
     "bind": True,
@@ -57,3 +61,20 @@ def articles_prune(self) -> int:
 def index_rebuild(self, job_id: int) -> None:
     """Re-fingerprint and re-index every article under the new settings, then switch."""
     services.index_rebuild(job_id=job_id)
+
+
+@shared_task(name="dedup.tasks.index_upgrade", **RETRY)
+def index_upgrade(self) -> None:
+    """Start the rebuild to this release's index version, if it is needed and not running."""
+    rebuilds.index_upgrade()
+
+
+@worker_ready.connect
+def index_upgrade_on_start(sender=None, **kwargs) -> None:
+    """Check, as the worker starts, whether an upgrade needs a rebuild (and start it)."""
+    # Here in the main process, at once: a message would wait behind the queue's backlog.
+    # Celery logs what this raises; beat's index_upgrade checks again later.
+    try:
+        rebuilds.index_upgrade()
+    finally:
+        connection.close()  # the pool's processes have their own; this one needs it no more

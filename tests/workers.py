@@ -6,9 +6,10 @@ A pytest plugin (tests/conftest.py loads it), so that tests/service and tests/br
 default queue) pointed at pytest-django's test database and the test broker, which is emptied
 first; it is stopped after the test. It needs `transactional_db` (the worker must see what the
 test commits), which it requests itself. `worker_factory(pool=..., concurrency=...)` starts
-more or other workers; a `Worker` can `stop()`, `kill()` (SIGKILL, like a machine dying),
-`children()` and `log()`. `wait_until(predicate, timeout=...)` polls until the predicate is
-true and fails with the workers' logs otherwise::
+more or other workers (with `wait=False` it only launches one, so that several start at the
+same moment; `wait_ready()` then waits for each); a `Worker` can `stop()`, `kill()` (SIGKILL,
+like a machine dying), `children()` and `log()`. `wait_until(predicate, timeout=...)` polls
+until the predicate is true and fails with the workers' logs otherwise::
 
     def test_upload_is_processed(worker, wait_until):
         batch = services.upload_create(file=..., name="a.jsonl")
@@ -74,6 +75,10 @@ class Worker:
 
     def start(self) -> Worker:
         """Start the worker and wait until it is ready to take tasks."""
+        return self.launch().wait_ready()
+
+    def launch(self) -> Worker:
+        """Start the worker's process without waiting for it (see wait_ready)."""
         name = f"test-{uuid.uuid4().hex[:8]}@%h"
         command = [
             sys.executable, "-m", "celery", "-A", "dedup.celery", "worker",
@@ -87,6 +92,10 @@ class Worker:
             start_new_session=True,  # its own process group: stopped together, children too
         )  # fmt: skip
         log.close()
+        return self
+
+    def wait_ready(self) -> Worker:
+        """Wait until the launched worker is ready to take tasks."""
         deadline = time.monotonic() + START_TIMEOUT
         while " ready." not in self.log():
             if self.process.poll() is not None:
@@ -161,13 +170,18 @@ def worker_factory(transactional_db, settings, tmp_path):
     if connections["default"].vendor == "sqlite":
         pytest.skip("a worker process needs a database it can share: set DATABASE_URL")
 
-    def start(pool: str = "prefork", concurrency: int = 2, env_extra: dict | None = None):
+    def start(
+        pool: str = "prefork",
+        concurrency: int = 2,
+        env_extra: dict | None = None,
+        wait: bool = True,
+    ):
         number = len(started) + 1
         one = Worker(
             {**env, **(env_extra or {})}, tmp_path / f"worker{number}.log", pool, concurrency
         )
         started.append(one)
-        return one.start()
+        return one.start() if wait else one.launch()
 
     start.workers = started
     yield start

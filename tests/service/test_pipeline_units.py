@@ -357,6 +357,16 @@ def test_settings_change_rebuilds_and_switches(django_capture_on_commit_callback
     assert Fingerprint.objects.filter(article_id=late).exists()
 
 
+def test_during_a_rebuild_the_active_settings_keep_what_applies_at_once():
+    index.settings_current()
+    services.settings_update(top_n=128, near=0.9, partial=0.8, retention_days=30, threshold=2)
+    settings = Settings.load()
+    active = settings.active()
+    assert active.top_n == 256 and active.index_version == settings.active_version
+    assert (active.near, active.partial, active.retention_days) == (0.9, 0.8, 30)
+    assert active.threshold == 2
+
+
 def test_settings_change_back_cancels_the_rebuild():
     process(ARTICLE)
     job = services.settings_update(top_n=64)

@@ -14,7 +14,7 @@ class Command(BaseCommand):
         health = selectors.index_health()
         self.stdout.write(f"version in use: {health['active_version']}")
         if health["index_version"] != health["active_version"]:
-            self.stdout.write(f"settings' version (rebuilding): {health['index_version']}")
+            self.stdout.write(f"version to rebuild to: {health['index_version']} ({_next(health)})")
         self.stdout.write("")
         rows: list[tuple[str, object]] = [
             (f"articles {status}", n) for status, n in health["articles"].items()
@@ -58,3 +58,11 @@ class Command(BaseCommand):
             self.stdout.write(f"{first}  {rest}".rstrip())
             if n == 0:
                 self.stdout.write("  ".join("-" * w for w in widths))
+
+
+def _next(health: dict) -> str:
+    """Say whether the rebuild to the settings' (and this release's) version is running."""
+    rebuild = health["rebuild"]
+    if rebuild and rebuild["state"] == "running" and rebuild["version"] == health["index_version"]:
+        return "rebuilding"
+    return "no rebuild running: a worker starting, or manage.py rebuild, starts it"

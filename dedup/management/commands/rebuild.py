@@ -5,19 +5,19 @@ from __future__ import annotations
 import threading
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import close_old_connections, connections, transaction
+from django.db import close_old_connections, connections
 
-from dedup import services, tasks
-from dedup.index import settings_current
+from dedup import rebuilds, services
 from dedup.management.commands._ops import POLL_SECONDS, progress, wait_until, worker_running
-from dedup.models import Article, ArticleStatus, RebuildJob
+from dedup.models import RebuildJob
 
 
 class Command(BaseCommand):
     help = (
         "Rebuild the fingerprints, the index and the matches of every processed article under "
-        "the current settings (changing fingerprint settings in the admin starts one by itself). "
-        "A running worker does it (--wait follows it); with no worker, this command does."
+        "the current settings and this release (changing fingerprint settings in the admin, or "
+        "upgrading to a release that stores them another way, starts one by itself). A running "
+        "worker does it (--wait follows it); with no worker, this command does."
     )
 
     def add_arguments(self, parser) -> None:
@@ -26,17 +26,17 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        job, started = self.job_start()
+        worker = worker_running()
+        # To this release's version: a new one after an upgrade, else the active one again
+        # (every article re-matched, what is missing refilled). A worker runs a new job.
+        job, started = rebuilds.index_rebuild_start(send=worker)
         self.stdout.write(
             f"{'Started' if started else 'Following'} rebuild {job.pk} to {job.version} "
             f"({job.total} article(s))."
         )
-        worker = worker_running()
         if not worker:
             self.stdout.write("No worker is running: rebuilding here.")
             job = self.run_here(job)
-        elif started:
-            transaction.on_commit(lambda: tasks.index_rebuild.delay(job_id=job.pk))
         if worker and options["wait"]:
             with progress(job.total, "rebuild", self.stderr, unit="article") as bar:
                 wait_until(lambda: _state(job), bar)
@@ -47,18 +47,6 @@ class Command(BaseCommand):
         if job.state != "done":
             raise CommandError(f"rebuild {job.pk} is {job.state}: {job.message or 'see the log'}")
         self.stdout.write(f"Rebuild {job.pk} done: {job.done} article(s) under {job.version}.")
-
-    @transaction.atomic
-    def job_start(self) -> tuple[RebuildJob, bool]:
-        """Return the running rebuild to the current version, or start one."""
-        version = settings_current().index_version
-        running = RebuildJob.objects.filter(state="running", version=version).first()
-        if running is not None:
-            return running, False
-        total = Article.objects.filter(status=ArticleStatus.DONE).count()
-        # settings_update starts rebuilds when the version changes; this one keeps the version,
-        # so index_rebuild re-matches every article and refills what is missing.
-        return RebuildJob.objects.create(version=version, total=total), True
 
     def run_here(self, job: RebuildJob) -> RebuildJob:
         """Run the rebuild in this process, with a progress bar on a terminal."""

@@ -11,12 +11,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 COPY . .
-# gcc builds verification's compiled merges (dedup/engine/_merge.c), then goes. An editable
+# gcc builds verification's compiled merges (dedup/engine/_native.c), then goes. An editable
 # install puts them beside the sources, which PYTHONPATH puts first.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && pip install -e . \
-    && python -c "import dedup.engine._merge" \
+    && python -c "import dedup.engine._native" \
     && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/* \
     && SECRET_KEY=collectstatic-only DEDUP_VAR_DIR=/tmp/build-var \
        python manage.py collectstatic --noinput \

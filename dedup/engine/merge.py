@@ -1,7 +1,7 @@
 """Verification's merges: which shingles two articles share, and in which of their passages.
 
 Shingles are sorted, distinct uint32 values, so what two articles share is found by merging
-the two arrays. The compiled module `dedup.engine._merge` (built by pip when a C compiler is
+the two arrays. The compiled module `dedup.engine._native` (built by pip when a C compiler is
 present) merges in one step per element, an article against all its candidates in one call,
 and counts shared passages as it goes; without it, numpy sorts the two sorted runs together,
 which is the same merge done with temporaries, a few times slower. Both give the same results
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 try:
-    from dedup.engine import _merge
+    from dedup.engine import _native
 except ImportError:  # no C compiler at install time: numpy does the same work
-    _merge = None
+    _native = None
 
 if TYPE_CHECKING:
     from dedup.engine.verify import Features
@@ -33,15 +33,15 @@ _UNMARK = np.uint32((1 << 31) - 1)
 
 def shared_counts(x: np.ndarray, ys: list[np.ndarray]) -> list[int]:
     """Return how many values a sorted array of distinct uint32 shares with each of others."""
-    if _merge is not None:
-        return _merge.shared_counts(x, ys)
+    if _native is not None:
+        return _native.shared_counts(x, ys)
     return [shared_count(x, y) for y in ys]
 
 
 def shared_count(x: np.ndarray, y: np.ndarray) -> int:
     """Return how many values two sorted arrays of distinct uint32 share."""
-    if _merge is not None:
-        return _merge.shared_count(x, y)
+    if _native is not None:
+        return _native.shared_count(x, y)
     # Sorting two sorted runs is one merge (numpy's stable sort finds the runs).
     both = np.concatenate((x, y))
     both.sort(kind="stable")
@@ -54,9 +54,9 @@ def partial_passages(fa: Features, fb: Features) -> list[tuple[int, int]]:
     small_is_a = len(fa.shingles) <= len(fb.shingles)
     mine, theirs = (fa, fb) if small_is_a else (fb, fa)
     width, rows = len(theirs.passage_keys), len(mine.passage_keys)
-    if _merge is None or rows * width > MAX_DENSE_PASSAGE_PAIRS or not rows:
+    if _native is None or rows * width > MAX_DENSE_PASSAGE_PAIRS or not rows:
         return shared_passages(fa, fb, *shared_shingles(fa, fb))
-    found = _merge.partial_passages(
+    found = _native.partial_passages(
         mine.shingles, mine.passage_of, theirs.shingles, theirs.passage_of,
         mine.half_passages, width,
     )  # fmt: skip

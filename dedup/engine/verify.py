@@ -30,6 +30,7 @@ from functools import cached_property
 
 import numpy as np
 
+from dedup.engine import merge
 from dedup.engine.config import Config
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
 from dedup.engine.merge import partial_passages, shared_counts
@@ -209,47 +210,9 @@ class Detector:
         """Compute an article's fingerprint (with status and tokens) and its features."""
         normal = self._normalised_passages(text)
         fp = self._fingerprint(text, normal)
-        codes, lengths = _codes_and_passages(normal)
-        n = len(codes) - GRAM + 1
-        if n <= 0:
-            empty = np.empty(0, np.uint64)
-            none = np.empty(0, np.uint32)
-            return fp, Features(fp.value, len(codes), none, none, empty, np.empty(0, np.intp))
-        # Few numpy calls, each on the whole article: between two articles' word cuts the
-        # CPU caches are cold, and there a call costs more than its elements.
-        grams = _gram_hashes(codes, n)
-        if not _LITTLE:
-            grams = grams.astype("<u8")
-        # Each passage's grams, then the (GRAM - 1) grams across its end into the next one.
-        runs, starts, end = [], [], 0
-        for length in lengths:
-            starts += (end, end + length - GRAM + 1)
-            runs += (length - GRAM + 1, GRAM - 1)
-            end += length
-        del starts[-1], runs[-1]  # the text's end is no boundary
-        keys = np.minimum.reduceat(grams, starts)[::2]
-        # One sort of (shingle: the high half of the hash, passage): each distinct shingle's
-        # first entry then has the first passage it occurs in. Grams across a boundary get
-        # passage _ACROSS, and go.
-        count = len(lengths)
-        owners = _OWNERS[: 2 * count - 1] if count <= _MAX_OWNED else _owners(count)
-        words = grams.view("<u4")
-        words[0::2] = np.repeat(owners, runs)
-        grams.sort()
-        values, passages = words[1::2], words[0::2]
-        first = np.empty(n, dtype=bool)
-        first[0] = True
-        np.not_equal(values[1:], values[:-1], out=first[1:])
-        first &= passages != _ACROSS
-        passage_of = passages[first]
-        return fp, Features(
-            fingerprint=fp.value,
-            length=len(codes),
-            shingles=values[first],
-            passage_of=passage_of,
-            passage_keys=keys,
-            passage_sizes=np.bincount(passage_of, minlength=count),
-        )
+        if merge._native is not None:
+            return fp, _features_native(fp.value, normal)
+        return fp, _features_numpy(fp.value, normal)
 
     # --- matching ---------------------------------------------------------------------------
 
@@ -339,6 +302,78 @@ class Detector:
             others = [(b, features[b]) for b in pairs_[start:end, 1].tolist()]
             found += self.judge_many(a, features[a], others)
         return found
+
+
+def _features_numpy(fingerprint: int | None, normal: str) -> Features:
+    """Return an article's features from its normalised text, with numpy."""
+    codes, lengths = _codes_and_passages(normal)
+    n = len(codes) - GRAM + 1
+    if n <= 0:
+        return _no_features(fingerprint, len(codes))
+    # Few numpy calls, each on the whole article: between two articles' word cuts the
+    # CPU caches are cold, and there a call costs more than its elements.
+    grams = _gram_hashes(codes, n)
+    if not _LITTLE:
+        grams = grams.astype("<u8")
+    # Each passage's grams, then the (GRAM - 1) grams across its end into the next one.
+    runs, starts, end = [], [], 0
+    for length in lengths:
+        starts += (end, end + length - GRAM + 1)
+        runs += (length - GRAM + 1, GRAM - 1)
+        end += length
+    del starts[-1], runs[-1]  # the text's end is no boundary
+    keys = np.minimum.reduceat(grams, starts)[::2]
+    # One sort of (shingle: the high half of the hash, passage): each distinct shingle's
+    # first entry then has the first passage it occurs in. Grams across a boundary get
+    # passage _ACROSS, and go.
+    count = len(lengths)
+    owners = _OWNERS[: 2 * count - 1] if count <= _MAX_OWNED else _owners(count)
+    words = grams.view("<u4")
+    words[0::2] = np.repeat(owners, runs)
+    grams.sort()
+    values, passages = words[1::2], words[0::2]
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    first &= passages != _ACROSS
+    passage_of = passages[first]
+    return Features(
+        fingerprint=fingerprint,
+        length=len(codes),
+        shingles=values[first],
+        passage_of=passage_of,
+        passage_keys=keys,
+        passage_sizes=np.bincount(passage_of, minlength=count),
+    )
+
+
+def _features_native(fingerprint: int | None, normal: str) -> Features:
+    """Return what _features_numpy returns, the gram table made by the compiled module."""
+    least = MIN_PASSAGE_GRAMS + GRAM - 1
+    packed = np.empty(max(len(normal) - GRAM + 1, 1), np.uint64)
+    keys = np.empty(len(normal) // least + 2, np.uint64)
+    length, n, count = merge._native.grams(normal, least, packed, keys)
+    if n <= 0:
+        return _no_features(fingerprint, length)
+    packed = packed[:n]
+    packed.sort()
+    shingles, passage_of = np.empty(n, np.uint32), np.empty(n, np.uint32)
+    kept = merge._native.firsts(packed, shingles, passage_of)
+    passage_of = passage_of[:kept]
+    return Features(
+        fingerprint=fingerprint,
+        length=length,
+        shingles=shingles[:kept],
+        passage_of=passage_of,
+        passage_keys=keys[:count],
+        passage_sizes=np.bincount(passage_of, minlength=count),
+    )
+
+
+def _no_features(fingerprint: int | None, length: int) -> Features:
+    """Return the features of a text of fewer than GRAM code points (separators aside)."""
+    none = np.empty(0, np.uint32)
+    return Features(fingerprint, length, none, none, np.empty(0, np.uint64), np.empty(0, np.intp))
 
 
 def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:

@@ -10,25 +10,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dedup.engine.merge as merge
+import dedup.engine.verify as verify
 from dedup.engine.verify import Detector, Features
 from tests.texts import ARTICLE, FILLER, OTHER
 
-COMPILED = merge._merge
+COMPILED = merge._native
 
 
 @contextmanager
 def numpy_only():
     """Run the block with the numpy merges, as on a machine without a C compiler."""
-    merge._merge = None
+    merge._native = None
     try:
         yield
     finally:
-        merge._merge = COMPILED
+        merge._native = COMPILED
 
 
 def test_the_compiled_merges_are_built():
     # ./dev installs with a C compiler present; without one dedup still works (numpy), slower.
-    assert COMPILED is not None, "dedup.engine._merge is not built: pip install -e . with gcc"
+    assert COMPILED is not None, "dedup.engine._native is not built: pip install -e . with gcc"
 
 
 SORTED = st.lists(st.integers(0, 2**32 - 1), max_size=300, unique=True).map(
@@ -145,3 +146,45 @@ def test_the_compiled_merges_refuse_wrong_arguments():
         COMPILED.partial_passages(x, x, x, x, half, 3)  # passage 4 of theirs, of 3
     with pytest.raises(ValueError, match="passage counts"):
         COMPILED.partial_passages(x, x, x, x, half, 0)
+
+
+# --- the features' gram table -----------------------------------------------------------------
+
+NORMAL = st.text(alphabet=st.sampled_from([*"中文字新闻稿件一二三四abcd,, \n\n\n。", "\ud800"]))
+
+
+def assert_same_features(got: Features, expected: Features) -> None:
+    assert (got.fingerprint, got.length) == (expected.fingerprint, expected.length)
+    for name in ("shingles", "passage_of", "passage_keys", "passage_sizes"):
+        a, b = getattr(got, name), getattr(expected, name)
+        assert a.dtype == b.dtype and a.tolist() == b.tolist(), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(NORMAL, st.integers(0, 2**64 - 1) | st.none())
+def test_the_compiled_gram_table_equals_numpy_on_any_text(normal, fingerprint):
+    # Any string, not only normalised text: separators in runs, empty lines, a lone surrogate,
+    # fewer code points than a gram.
+    assert_same_features(
+        verify._features_native(fingerprint, normal), verify._features_numpy(fingerprint, normal)
+    )
+
+
+def test_the_compiled_features_of_articles_and_pages_equal_numpy(detector):
+    texts = [ARTICLE, FILLER + ARTICLE + OTHER, OTHER * 40, "短", "", "一二三四", ARTICLE[:30]]
+    for text in texts:
+        compiled = detector.features(text)
+        with numpy_only():
+            assert_same_features(compiled, detector.features(text))
+
+
+def test_the_compiled_gram_table_refuses_wrong_arguments():
+    packed, keys = np.empty(100, np.uint64), np.empty(10, np.uint64)
+    with pytest.raises(TypeError, match="uint64"):
+        COMPILED.grams("中文字新闻稿件", 15, packed.view(np.uint32), keys)
+    with pytest.raises(ValueError, match="too few places"):
+        COMPILED.grams("中文字新闻稿件" * 10, 15, packed[:5], keys)
+    with pytest.raises(ValueError, match="least"):
+        COMPILED.grams("中文字", 0, packed, keys)
+    with pytest.raises(ValueError, match="too few places"):
+        COMPILED.firsts(packed, np.empty(5, np.uint32), np.empty(100, np.uint32))

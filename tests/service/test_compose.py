@@ -128,5 +128,5 @@ def test_dockerfile_installs_the_project_and_collects_static_files():
     text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     assert re.search(r"^FROM python:3\.11-slim", text, flags=re.MULTILINE)
     assert "pip install -e ." in text  # the compiled merges land beside the sources
-    assert "gcc" in text and 'python -c "import dedup.engine._merge"' in text
+    assert "gcc" in text and 'python -c "import dedup.engine._native"' in text
     assert "collectstatic --noinput" in text

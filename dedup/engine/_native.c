@@ -1,0 +1,373 @@
+/* Verification's inner loops, compiled: dedup.engine.merge uses them when this module is built
+ * (pip builds it when a C compiler is present) and numpy otherwise, with the same results; and
+ * the features' gram table, which Detector.features makes with numpy otherwise.
+ *
+ * Shingles are sorted, distinct uint32 values; two articles' shared shingles are found by one
+ * merge of the two arrays, a step per element, without the sort and the temporaries numpy needs.
+ * Arguments are buffers (numpy arrays, C-contiguous): the Python side checks their types.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static int
+u32_view(PyObject *obj, Py_buffer *view, int writable, const char *name)
+{
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    if (view->itemsize != 4 || view->len % 4) {
+        PyErr_Format(PyExc_TypeError, "%s: needs uint32 values", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* shared_count(x, y) -> int: how many values two sorted distinct uint32 arrays share. */
+static PyObject *
+shared_count(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *yo;
+    Py_buffer xb, yb;
+    if (!PyArg_ParseTuple(args, "OO:shared_count", &xo, &yo))
+        return NULL;
+    if (u32_view(xo, &xb, 0, "x") < 0)
+        return NULL;
+    if (u32_view(yo, &yb, 0, "y") < 0) {
+        PyBuffer_Release(&xb);
+        return NULL;
+    }
+    const uint32_t *x = xb.buf, *y = yb.buf;
+    Py_ssize_t nx = xb.len / 4, ny = yb.len / 4, i = 0, j = 0, shared = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* Branch-free steps: the comparisons of random hashes are unpredictable. */
+    while (i < nx && j < ny) {
+        uint32_t a = x[i], b = y[j];
+        shared += a == b;
+        i += a <= b;
+        j += b <= a;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&xb);
+    PyBuffer_Release(&yb);
+    return PyLong_FromSsize_t(shared);
+}
+
+/* shared_counts(x, ys) -> list[int]: shared_count(x, y) for each y of a sequence. */
+static PyObject *
+shared_counts(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *ys;
+    Py_buffer xb;
+    if (!PyArg_ParseTuple(args, "OO:shared_counts", &xo, &ys))
+        return NULL;
+    PyObject *seq = PySequence_Fast(ys, "ys: needs a sequence of arrays");
+    if (seq == NULL)
+        return NULL;
+    if (u32_view(xo, &xb, 0, "x") < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *result = PyList_New(count);
+    const uint32_t *x = xb.buf;
+    Py_ssize_t nx = xb.len / 4;
+    for (Py_ssize_t k = 0; result != NULL && k < count; k++) {
+        Py_buffer yb;
+        if (u32_view(PySequence_Fast_GET_ITEM(seq, k), &yb, 0, "y") < 0) {
+            Py_CLEAR(result);
+            break;
+        }
+        const uint32_t *y = yb.buf;
+        Py_ssize_t ny = yb.len / 4, i = 0, j = 0, shared = 0;
+        while (i < nx && j < ny) {
+            uint32_t a = x[i], b = y[j];
+            shared += a == b;
+            i += a <= b;
+            j += b <= a;
+        }
+        PyBuffer_Release(&yb);
+        PyObject *value = PyLong_FromSsize_t(shared);
+        if (value == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, k, value);
+    }
+    PyBuffer_Release(&xb);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* partial_passages(mine, mine_of, theirs, theirs_of, half, width) -> list[(int, int)]: merge
+ * two articles' sorted distinct shingles (mine_of and theirs_of: the passage of each; width:
+ * how many passages theirs has; half: per passage of mine, the least shared shingles that make
+ * most of it) and return (p, q) for each passage p of mine mostly shared, q being the passage
+ * of theirs holding most of it (the lowest such number on a tie), in order of p. */
+static PyObject *
+partial_passages(PyObject *self, PyObject *args)
+{
+    PyObject *objects[5];
+    Py_buffer views[5];
+    static const char *names[5] = {"mine", "mine_of", "theirs", "theirs_of", "half"};
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "OOOOOn:partial_passages", &objects[0], &objects[1],
+                          &objects[2], &objects[3], &objects[4], &width))
+        return NULL;
+    int got = 0;
+    for (; got < 5; got++)
+        if (u32_view(objects[got], &views[got], 0, names[got]) < 0)
+            break;
+    PyObject *result = NULL;
+    uint32_t *counts = NULL, *totals = NULL;
+    if (got < 5)
+        goto done;
+    Py_ssize_t nx = views[0].len / 4, ny = views[2].len / 4, rows = views[4].len / 4;
+    const uint32_t *x = views[0].buf, *x_of = views[1].buf;
+    const uint32_t *y = views[2].buf, *y_of = views[3].buf, *half = views[4].buf;
+    if (views[1].len / 4 != nx || views[3].len / 4 != ny) {
+        PyErr_SetString(PyExc_ValueError, "a passage array's length differs from its shingles'");
+        goto done;
+    }
+    if (width <= 0 || rows <= 0 || rows > PY_SSIZE_T_MAX / width / 4) {
+        PyErr_SetString(PyExc_ValueError, "bad passage counts");
+        goto done;
+    }
+    counts = PyMem_Calloc((size_t)(rows * width), sizeof(uint32_t));
+    totals = PyMem_Calloc((size_t)rows, sizeof(uint32_t));
+    if (counts == NULL || totals == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t i = 0, j = 0;
+    while (i < nx && j < ny) {
+        uint32_t a = x[i], b = y[j];
+        if (a == b) {
+            uint32_t p = x_of[i], q = y_of[j];
+            if (p >= rows || q >= width) {
+                PyErr_SetString(PyExc_ValueError, "a passage number is out of range");
+                goto done;
+            }
+            counts[p * width + q]++;
+            totals[p]++;
+        }
+        i += a <= b;
+        j += b <= a;
+    }
+    result = PyList_New(0);
+    for (Py_ssize_t p = 0; result != NULL && p < rows; p++) {
+        if (totals[p] == 0 || totals[p] < half[p])
+            continue;
+        const uint32_t *row = counts + p * width;
+        Py_ssize_t best = 0;
+        for (Py_ssize_t q = 1; q < width; q++)
+            if (row[q] > row[best])
+                best = q;
+        PyObject *pair = Py_BuildValue("(nn)", p, best);
+        if (pair == NULL || PyList_Append(result, pair) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(pair);
+    }
+done:
+    PyMem_Free(counts);
+    PyMem_Free(totals);
+    for (int k = 0; k < got; k++)
+        PyBuffer_Release(&views[k]);
+    return result;
+}
+
+/* --- features: the grams of a text and its passages --------------------------------------- */
+
+#define ACROSS 0xFFFFFFFFu
+#define PRIME 0x9E3779B97F4A7C15ull
+#define PRIME_2 0xC2B2AE3D27D4EB4Full
+#define HIGH 0xFFFFFFFF00000000ull
+
+static int
+u64_view(PyObject *obj, Py_buffer *view, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        return -1;
+    if (view->itemsize != 8 || view->len % 8) {
+        PyErr_Format(PyExc_TypeError, "%s: needs uint64 values", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* The hash of the 4-gram at i, as verify._gram_hashes computes it: two code points as one
+ * 64-bit value (the first in the low half), the pair at i + 2 times PRIME_2 plus the pair at
+ * i, times PRIME. */
+static inline uint64_t
+gram_hash(const uint32_t *codes, Py_ssize_t i)
+{
+    uint64_t low = (uint64_t)codes[i] | (uint64_t)codes[i + 1] << 32;
+    uint64_t high = (uint64_t)codes[i + 2] | (uint64_t)codes[i + 3] << 32;
+    return (high * PRIME_2 + low) * PRIME;
+}
+
+/* grams(normal, least, packed, keys) -> (codes, grams, passages): what Detector.features
+ * computes with numpy, in one pass. Of the normalised text, the code points but separators
+ * (",", " ", "\n") are kept; lines of them join into passages of at least `least` code points
+ * (a short tail joins the last one). For each gram, packed gets the high half of its hash over
+ * its passage's number (ACROSS for a gram across a passage's end); keys gets each passage's
+ * least gram hash. Returns how many code points were kept, grams packed and passages made. */
+static PyObject *
+grams(PyObject *self, PyObject *args)
+{
+    PyObject *text, *packed_obj, *keys_obj;
+    Py_ssize_t least;
+    if (!PyArg_ParseTuple(args, "UnOO:grams", &text, &least, &packed_obj, &keys_obj))
+        return NULL;
+    Py_buffer pb, kb;
+    if (u64_view(packed_obj, &pb, "packed") < 0)
+        return NULL;
+    if (u64_view(keys_obj, &kb, "keys") < 0) {
+        PyBuffer_Release(&pb);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text), kept = 0, passages = 0, line = 0, running = 0;
+    uint32_t *codes = PyMem_Malloc((size_t)(size + 1) * sizeof(uint32_t));
+    Py_ssize_t *lengths = PyMem_Malloc((size_t)(size / (least > 0 ? least : 1) + 2)
+                                       * sizeof(Py_ssize_t));
+    if (codes == NULL || lengths == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (least < 1) {
+        PyErr_SetString(PyExc_ValueError, "least: needs at least 1");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k <= size; k++) {
+        Py_UCS4 c = k < size ? PyUnicode_READ(kind, data, k) : '\n';
+        if (c == ',' || c == ' ')
+            continue;
+        if (c != '\n') {
+            codes[kept++] = c;
+            line++;
+            continue;
+        }
+        running += line; /* a line ends: short lines join the next */
+        line = 0;
+        if (running >= least) {
+            lengths[passages++] = running;
+            running = 0;
+        }
+    }
+    if (running) { /* a short tail joins the passage before it */
+        if (passages)
+            lengths[passages - 1] += running;
+        else
+            lengths[passages++] = running;
+    }
+    Py_ssize_t n = kept - 3;
+    if (n <= 0) {
+        result = Py_BuildValue("(nnn)", kept, (Py_ssize_t)0, passages);
+        goto done;
+    }
+    if (pb.len / 8 < n || kb.len / 8 < passages) {
+        PyErr_SetString(PyExc_ValueError, "packed or keys has too few places");
+        goto done;
+    }
+    uint64_t *packed = pb.buf, *keys = kb.buf;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t p = 0; p < passages; p++) {
+        Py_ssize_t inside = lengths[p] - 3, end = p + 1 < passages ? at + lengths[p] : n;
+        uint64_t key = UINT64_MAX;
+        for (Py_ssize_t i = at; i < at + inside; i++) {
+            uint64_t h = gram_hash(codes, i);
+            key = h < key ? h : key;
+            packed[i] = (h & HIGH) | (uint64_t)p;
+        }
+        for (Py_ssize_t i = at + inside; i < end; i++) /* across this passage's end */
+            packed[i] = (gram_hash(codes, i) & HIGH) | ACROSS;
+        keys[p] = key;
+        at += lengths[p];
+    }
+    result = Py_BuildValue("(nnn)", kept, n, passages);
+done:
+    PyMem_Free(codes);
+    PyMem_Free(lengths);
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&kb);
+    return result;
+}
+
+/* firsts(packed, shingles, passage_of) -> int: of packed values sorted (as `grams` made
+ * them), write each distinct shingle (a high half) once, with its first passage, into
+ * shingles and passage_of; leave out shingles seen only across passage ends. Returns how
+ * many were written. */
+static PyObject *
+firsts(PyObject *self, PyObject *args)
+{
+    PyObject *packed_obj, *shingles_obj, *of_obj;
+    if (!PyArg_ParseTuple(args, "OOO:firsts", &packed_obj, &shingles_obj, &of_obj))
+        return NULL;
+    Py_buffer pb, sb, ob;
+    if (PyObject_GetBuffer(packed_obj, &pb, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (pb.itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "packed: needs uint64 values");
+        PyBuffer_Release(&pb);
+        return NULL;
+    }
+    if (u32_view(shingles_obj, &sb, 1, "shingles") < 0) {
+        PyBuffer_Release(&pb);
+        return NULL;
+    }
+    if (u32_view(of_obj, &ob, 1, "passage_of") < 0) {
+        PyBuffer_Release(&pb);
+        PyBuffer_Release(&sb);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = pb.len / 8, written = 0;
+    if (sb.len / 4 < n || ob.len / 4 < n) {
+        PyErr_SetString(PyExc_ValueError, "shingles or passage_of has too few places");
+    } else {
+        const uint64_t *packed = pb.buf;
+        uint32_t *shingles = sb.buf, *passage_of = ob.buf;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            uint32_t value = (uint32_t)(packed[k] >> 32), passage = (uint32_t)packed[k];
+            if ((k == 0 || value != (uint32_t)(packed[k - 1] >> 32)) && passage != ACROSS) {
+                shingles[written] = value;
+                passage_of[written++] = passage;
+            }
+        }
+        result = PyLong_FromSsize_t(written);
+    }
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&ob);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"shared_count", shared_count, METH_VARARGS,
+     "shared_count(x, y) -> int: values two sorted distinct uint32 arrays share"},
+    {"shared_counts", shared_counts, METH_VARARGS,
+     "shared_counts(x, ys) -> list[int]: shared_count(x, y) for each y"},
+    {"partial_passages", partial_passages, METH_VARARGS,
+     "partial_passages(mine, mine_of, theirs, theirs_of, half, width) -> list: passages mostly"
+     " shared, and where"},
+    {"grams", grams, METH_VARARGS,
+     "grams(normal, least, packed, keys) -> (codes, grams, passages): a text's gram table"},
+    {"firsts", firsts, METH_VARARGS,
+     "firsts(packed, shingles, passage_of) -> int: each distinct shingle and its first passage"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native", "Verification merges and the features gram table, compiled.", -1,
+    methods,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    return PyModule_Create(&module);
+}

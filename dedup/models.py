@@ -17,7 +17,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
-from dedup.engine import verify
+from dedup.engine import features as engine_features
 from dedup.engine.config import TOKENIZERS, Config
 from dedup.engine.hamming import to_signed, to_unsigned
 from dedup.engine.plan import Plan, plan_for
@@ -98,7 +98,7 @@ class Settings(models.Model):
         rows and packed features (the rows of other versions are not read)."""
         # Every part names a change that makes stored rows unusable: the fingerprint (the
         # configuration and ALGORITHM), the tables, and the packed features' format.
-        features = f"f{verify.FEATURES_FORMAT}"
+        features = f"f{engine_features.FEATURES_FORMAT}"
         return f"{self.engine_config().version}/{self.plan().version}/{features}"
 
 
@@ -185,7 +185,7 @@ class Fingerprint(models.Model):
     value = models.BigIntegerField(null=True)  # signed; None when the text has no usable words
     status = models.CharField(max_length=12)  # dedup.engine.fingerprint.Status
     tokens = models.PositiveIntegerField(default=0)
-    features = models.BinaryField()  # dedup.engine.verify.Features, packed
+    features = models.BinaryField()  # dedup.engine.features.Features, packed
     # What screens candidates before their features are loaded (dedup.engine.screen): the
     # number of shingles and the sketch, uint32 little-endian; null when not computed.
     shingles = models.PositiveIntegerField(default=0)

@@ -21,7 +21,7 @@ except ImportError:  # no C compiler at install time: numpy does the same work
     _native = None
 
 if TYPE_CHECKING:
-    from dedup.engine.verify import Features
+    from dedup.engine.features import Features
 
 # Shared passages are counted in a (passages of one) x (passages of the other) matrix up to
 # this size, sparsely beyond (pages of thousands of passages each).

@@ -1,16 +1,8 @@
 """The final judgement: candidates from the segment index, verified by exact similarity.
 
-SimHash is the fast first pass. Every article also gets, once, what verification needs, so an
-old article is never tokenised again:
-
-- its *passages*: the normalised text cut at sentence ends (short sentences join the next);
-- its *shingles*: the set of hashed character 4-grams of each passage (separators dropped),
-  about two Chinese words each, so they work for short texts and any script alike; 32 bits
-  each (two articles of 2,000 shingles share one by chance about once in a thousand pairs),
-  which halves what verification reads and what is stored;
-- a *passage key* per passage: the least 64-bit hash among its grams (a one-hash MinHash),
-  equal for two copies of a passage, and for two edited copies as often as their shingles
-  overlap.
+SimHash is the fast first pass. Every article also gets, once, what verification needs
+(dedup.engine.features: passages, shingles, passage keys), so an old article is never
+tokenised again.
 
 Candidate pairs come from the segment index twice: article fingerprints within `k_article`,
 and equal passage keys (a repost inside a bigger page keeps its passages even when the page's
@@ -22,16 +14,20 @@ shared passages say where.
 
 from __future__ import annotations
 
-import struct
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
-from dedup.engine import merge
 from dedup.engine.config import Config
+from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
+    _KEPT,
+    FEATURES_FORMAT,
+    GRAM,
+    Features,
+    _codes_and_passages,
+    features_of,
+)
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
 from dedup.engine.merge import partial_passages, shared_counts
 from dedup.engine.pairs import pairs, pairs_within_runs
@@ -40,102 +36,9 @@ from dedup.engine.text import junk_share, normalise, strip_html
 # Sentence ends get a blank line after them before normalising: normalised text keeps blank
 # lines, so passages can be cut there.
 _SENTENCE_ENDS = "。！？；!?;"
-# Code point -> kept (not a separator); every code point from len(_KEPT) - 1 up is kept.
-_KEPT = np.ones(ord(",") + 2, dtype=bool)
-_KEPT[[ord(","), ord(" "), ord("\n")]] = False
-GRAM = 4
-MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # Passages shared by more articles than this are boilerplate (navigation, footers): not used
 # to find candidates, so that one template cannot make every page a candidate of every other.
 MAX_PASSAGE_OWNERS = 20
-# Packed features (Features.to_bytes): magic, format, flags, fingerprint, length, shingle
-# count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
-# with the WIDE flag: more than 65,536 passages), the passage keys (u8).
-_FEATURES_MAGIC = b"DDF\x00"
-FEATURES_FORMAT = 2
-_FEATURES_HEADER = struct.Struct("<4sBBQQII")
-_HAS_FINGERPRINT, _WIDE = 1, 2
-# The gram hash's multipliers (see _gram_hashes).
-_PRIME = np.uint64(0x9E3779B97F4A7C15)
-_PRIME_2 = np.uint64(0xC2B2AE3D27D4EB4F)
-_ACROSS = np.uint32(0xFFFFFFFF)  # the passage of a gram across a passage boundary
-_LITTLE = sys.byteorder == "little"
-
-
-@dataclass(frozen=True)
-class Features:
-    """What matching and verification need of one article, computed once."""
-
-    fingerprint: int | None  # the article's SimHash
-    length: int  # characters of normalised text, separators excluded
-    shingles: np.ndarray  # sorted distinct uint32 hashes of character 4-grams
-    passage_of: np.ndarray  # uint32, for each shingle the first passage it occurs in
-    passage_keys: np.ndarray  # uint64, one per passage: its least 64-bit gram hash
-    passage_sizes: np.ndarray  # distinct shingles first seen in each passage
-
-    @cached_property
-    def half_passages(self) -> np.ndarray:
-        """Return, per passage, how many of its shingles make most of it (at least one)."""
-        return ((np.maximum(self.passage_sizes, 1) + 1) // 2).astype(np.uint32)
-
-    def to_bytes(self) -> bytes:
-        """Pack into bytes for storage: a small versioned header, then the arrays."""
-        wide = len(self.passage_keys) > 1 << 16
-        flags = (_HAS_FINGERPRINT if self.fingerprint is not None else 0) | (_WIDE if wide else 0)
-        header = _FEATURES_HEADER.pack(
-            _FEATURES_MAGIC,
-            FEATURES_FORMAT,
-            flags,
-            self.fingerprint or 0,
-            self.length,
-            len(self.shingles),
-            len(self.passage_keys),
-        )
-        return b"".join(
-            [
-                header,
-                np.ascontiguousarray(self.shingles, dtype="<u4").tobytes(),
-                np.ascontiguousarray(self.passage_of, dtype="<u4" if wide else "<u2").tobytes(),
-                np.ascontiguousarray(self.passage_keys, dtype="<u8").tobytes(),
-            ]
-        )
-
-    @classmethod
-    def from_bytes(cls, data: bytes | memoryview) -> Features:
-        """Unpack what `to_bytes` packed; raise ValueError if it is not such data."""
-        data = bytes(data)
-        size = _FEATURES_HEADER.size
-        if len(data) < 5 or data[:4] != _FEATURES_MAGIC:
-            raise ValueError("not packed features: recompute them with Detector.features")
-        if data[4] != FEATURES_FORMAT:
-            raise ValueError(
-                f"packed features of format {data[4]}, this version reads {FEATURES_FORMAT}: "
-                "recompute them with Detector.features"
-            )
-        if len(data) < size:
-            raise ValueError("packed features are truncated: recompute them")
-        _, _, flags, fingerprint, length, shingles, passages = _FEATURES_HEADER.unpack_from(data)
-        of = "<u4" if flags & _WIDE else "<u2"
-        if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8:
-            raise ValueError("packed features are truncated or too long: recompute them")
-        at = size
-
-        def take(dtype: str, count: int, native: type) -> np.ndarray:
-            nonlocal at
-            array = np.frombuffer(data, dtype=dtype, count=count, offset=at)
-            at += array.nbytes
-            return array.astype(native)  # a writable, aligned copy in native order
-
-        shingle_values = take("<u4", shingles, np.uint32)
-        passage_of = take(of, shingles, np.uint32)
-        return cls(
-            fingerprint=fingerprint if flags & _HAS_FINGERPRINT else None,
-            length=length,
-            shingles=shingle_values,
-            passage_of=passage_of,
-            passage_keys=take("<u8", passages, np.uint64),
-            passage_sizes=np.bincount(passage_of, minlength=passages),
-        )
 
 
 @dataclass(frozen=True)
@@ -210,9 +113,7 @@ class Detector:
         """Compute an article's fingerprint (with status and tokens) and its features."""
         normal = self._normalised_passages(text)
         fp = self._fingerprint(text, normal)
-        if merge._native is not None:
-            return fp, _features_native(fp.value, normal)
-        return fp, _features_numpy(fp.value, normal)
+        return fp, features_of(fp.value, normal)
 
     # --- matching ---------------------------------------------------------------------------
 
@@ -302,118 +203,3 @@ class Detector:
             others = [(b, features[b]) for b in pairs_[start:end, 1].tolist()]
             found += self.judge_many(a, features[a], others)
         return found
-
-
-def _features_numpy(fingerprint: int | None, normal: str) -> Features:
-    """Return an article's features from its normalised text, with numpy."""
-    codes, lengths = _codes_and_passages(normal)
-    n = len(codes) - GRAM + 1
-    if n <= 0:
-        return _no_features(fingerprint, len(codes))
-    # Few numpy calls, each on the whole article: between two articles' word cuts the
-    # CPU caches are cold, and there a call costs more than its elements.
-    grams = _gram_hashes(codes, n)
-    if not _LITTLE:
-        grams = grams.astype("<u8")
-    # Each passage's grams, then the (GRAM - 1) grams across its end into the next one.
-    runs, starts, end = [], [], 0
-    for length in lengths:
-        starts += (end, end + length - GRAM + 1)
-        runs += (length - GRAM + 1, GRAM - 1)
-        end += length
-    del starts[-1], runs[-1]  # the text's end is no boundary
-    keys = np.minimum.reduceat(grams, starts)[::2]
-    # One sort of (shingle: the high half of the hash, passage): each distinct shingle's
-    # first entry then has the first passage it occurs in. Grams across a boundary get
-    # passage _ACROSS, and go.
-    count = len(lengths)
-    owners = _OWNERS[: 2 * count - 1] if count <= _MAX_OWNED else _owners(count)
-    words = grams.view("<u4")
-    words[0::2] = np.repeat(owners, runs)
-    grams.sort()
-    values, passages = words[1::2], words[0::2]
-    first = np.empty(n, dtype=bool)
-    first[0] = True
-    np.not_equal(values[1:], values[:-1], out=first[1:])
-    first &= passages != _ACROSS
-    passage_of = passages[first]
-    return Features(
-        fingerprint=fingerprint,
-        length=len(codes),
-        shingles=values[first],
-        passage_of=passage_of,
-        passage_keys=keys,
-        passage_sizes=np.bincount(passage_of, minlength=count),
-    )
-
-
-def _features_native(fingerprint: int | None, normal: str) -> Features:
-    """Return what _features_numpy returns, the gram table made by the compiled module."""
-    least = MIN_PASSAGE_GRAMS + GRAM - 1
-    packed = np.empty(max(len(normal) - GRAM + 1, 1), np.uint64)
-    keys = np.empty(len(normal) // least + 2, np.uint64)
-    length, n, count = merge._native.grams(normal, least, packed, keys)
-    if n <= 0:
-        return _no_features(fingerprint, length)
-    packed = packed[:n]
-    packed.sort()
-    shingles, passage_of = np.empty(n, np.uint32), np.empty(n, np.uint32)
-    kept = merge._native.firsts(packed, shingles, passage_of)
-    passage_of = passage_of[:kept]
-    return Features(
-        fingerprint=fingerprint,
-        length=length,
-        shingles=shingles[:kept],
-        passage_of=passage_of,
-        passage_keys=keys[:count],
-        passage_sizes=np.bincount(passage_of, minlength=count),
-    )
-
-
-def _no_features(fingerprint: int | None, length: int) -> Features:
-    """Return the features of a text of fewer than GRAM code points (separators aside)."""
-    none = np.empty(0, np.uint32)
-    return Features(fingerprint, length, none, none, np.empty(0, np.uint64), np.empty(0, np.intp))
-
-
-def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:
-    """Return the code points without separators, and the length of each passage in them."""
-    kept = normal.replace(",", "").replace(" ", "")
-    # Lines, then passages: each short line joins the next, and a short tail the one before.
-    least = MIN_PASSAGE_GRAMS + GRAM - 1
-    lengths, running = [], 0
-    for size in filter(None, map(len, kept.split("\n"))):  # empty lines go at C speed
-        running += size
-        if running >= least:
-            lengths.append(running)
-            running = 0
-    if running:
-        if lengths:
-            lengths[-1] += running
-        else:
-            lengths.append(running)
-    text = kept.replace("\n", "")
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4"), lengths
-
-
-def _gram_hashes(codes: np.ndarray, n: int) -> np.ndarray:
-    """Return the 64-bit hash of each of the first n character 4-grams of the code points."""
-    # Two code points as one 64-bit value (an unaligned view, no copy): a 4-gram is the pair
-    # at i and the pair at i + 2, hashed by multiplying: the high bits of the product mix
-    # all four (the high 32 bits of distinct grams collide as often as random numbers do).
-    pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
-    h = pairs_[2 : n + 2] * _PRIME_2
-    h += pairs_[:n]
-    h *= _PRIME
-    return h
-
-
-def _owners(count: int) -> np.ndarray:
-    """Return 0, _ACROSS, 1, _ACROSS, .., count - 1: the passage of each run of grams."""
-    owners = np.full(2 * count - 1, _ACROSS, dtype=np.uint32)
-    owners[0::2] = np.arange(count, dtype=np.uint32)
-    return owners
-
-
-_MAX_OWNED = 1 << 12
-_OWNERS = _owners(_MAX_OWNED)  # made once; articles of more passages make their own

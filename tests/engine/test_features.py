@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dedup.engine.features as engine_features
 import dedup.engine.merge as merge
-import dedup.engine.verify as verify
 from dedup.engine.verify import Detector, Features
 from tests.texts import ARTICLE, FILLER, OTHER
 
@@ -21,14 +21,14 @@ def detector() -> Detector:
 def reference(detector: Detector, text: str) -> dict:
     """Features the slow, obvious way: every 4-gram of each passage, hashed in Python."""
     mask = (1 << 64) - 1
-    prime, prime_2 = int(verify._PRIME), int(verify._PRIME_2)
+    prime, prime_2 = int(engine_features._PRIME), int(engine_features._PRIME_2)
     shingles: dict[int, int] = {}  # shingle -> first passage
     keys = []
     for number, passage in enumerate(detector.passages(text)):
         chars = [ord(c) for c in passage if c not in ", \n"]
         hashes = []
-        for i in range(len(chars) - verify.GRAM + 1):
-            c0, c1, c2, c3 = chars[i : i + verify.GRAM]
+        for i in range(len(chars) - engine_features.GRAM + 1):
+            c0, c1, c2, c3 = chars[i : i + engine_features.GRAM]
             h = (((c2 | c3 << 32) * prime_2 + (c0 | c1 << 32)) * prime) & mask
             hashes.append(h)
             shingles.setdefault(h >> 32, number)
@@ -80,7 +80,7 @@ def test_a_repeated_sentence_belongs_to_the_first_passage_it_occurs_in(detector)
 
 def test_packed_features_take_six_bytes_a_shingle_and_eight_a_passage(detector):
     features = detector.features(ARTICLE)
-    header = verify._FEATURES_HEADER.size
+    header = engine_features._FEATURES_HEADER.size
     size = header + 6 * len(features.shingles) + 8 * len(features.passage_keys)
     assert len(features.to_bytes()) == size
     assert features.passage_keys.view(np.int64).dtype == np.int64  # stored as bigint

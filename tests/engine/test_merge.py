@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dedup.engine.features as engine_features
 import dedup.engine.merge as merge
-import dedup.engine.verify as verify
 from dedup.engine.verify import Detector, Features
 from tests.texts import ARTICLE, FILLER, OTHER
 
@@ -166,7 +166,8 @@ def test_the_compiled_gram_table_equals_numpy_on_any_text(normal, fingerprint):
     # Any string, not only normalised text: separators in runs, empty lines, a lone surrogate,
     # fewer code points than a gram.
     assert_same_features(
-        verify._features_native(fingerprint, normal), verify._features_numpy(fingerprint, normal)
+        engine_features._features_native(fingerprint, normal),
+        engine_features._features_numpy(fingerprint, normal),
     )
 
 

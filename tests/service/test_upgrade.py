@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from dedup import index, rebuilds, services, tasks
-from dedup.engine import verify
+from dedup.engine import features as engine_features
 from dedup.engine.verify import Features
 from dedup.management.commands import rebuild as rebuild_command
 from dedup.models import (
@@ -90,10 +90,10 @@ def sent(monkeypatch) -> list[dict]:
 def test_index_version_names_the_features_format(monkeypatch):
     settings = Settings()
     now = settings.index_version
-    assert now.endswith(f"/f{verify.FEATURES_FORMAT}")
-    monkeypatch.setattr(verify, "FEATURES_FORMAT", verify.FEATURES_FORMAT + 1)
+    assert now.endswith(f"/f{engine_features.FEATURES_FORMAT}")
+    monkeypatch.setattr(engine_features, "FEATURES_FORMAT", engine_features.FEATURES_FORMAT + 1)
     assert settings.index_version != now
-    assert settings.index_version.endswith(f"/f{verify.FEATURES_FORMAT}")
+    assert settings.index_version.endswith(f"/f{engine_features.FEATURES_FORMAT}")
 
 
 # --- reading old rows --------------------------------------------------------------------------

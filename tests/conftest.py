@@ -17,3 +17,7 @@ def pytest_configure(config):
     import django
 
     django.setup()
+    from django.conf import settings
+
+    # WhiteNoise warns on every request when the collected static files' directory is missing.
+    os.makedirs(settings.STATIC_ROOT, exist_ok=True)

@@ -247,7 +247,7 @@ class PassageKey(models.Model):
 
     class Meta:
         # The owners of a key come in article order (PostgreSQL): a look-up can stop after
-        # the first few distinct ones (see index._passage_owners).
+        # the first few distinct ones (see index.candidates._passage_owners).
         indexes = [models.Index(fields=["version", "key", "article"], name="passage_owners")]
 
 

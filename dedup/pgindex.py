@@ -23,6 +23,13 @@ from psycopg import sql
 from dedup.engine.hamming import to_signed
 from dedup.engine.memindex import Hits
 from dedup.engine.plan import Plan, PlanError
+from dedup.pgrows import (
+    COPY_HEADER,
+    COPY_TRAILER,
+    article_id_array,
+    copy_rows,
+    fingerprint_array,
+)
 
 DEFAULT_PREFIX = "dedup_segment"
 # Leaves room for the suffixes of the metadata table and the indexes within PostgreSQL's
@@ -35,24 +42,6 @@ LOAD_CHUNK = 100_000
 BULK_LOAD_MINIMUM = 20_000
 # Queries per statement in query_many.
 QUERY_CHUNK = 1_000
-
-_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags, header extension length
-_COPY_TRAILER = b"\xff\xff"
-# One row of PostgreSQL's binary COPY format: field count, then (length, big-endian value) per
-# column, in the load table's column order.
-_COPY_ROW = np.dtype(
-    [
-        ("fields", ">i2"),
-        ("table_no_len", ">i4"),
-        ("table_no", ">i2"),
-        ("key_len", ">i4"),
-        ("key", ">i8"),
-        ("fingerprint_len", ">i4"),
-        ("fingerprint", ">i8"),
-        ("article_id_len", ">i4"),
-        ("article_id", ">i8"),
-    ]
-)
 
 
 class PlanMismatch(PlanError):
@@ -208,8 +197,8 @@ class PgIndex:
 
     def add(self, ids: Iterable[int] | np.ndarray, values: Iterable[int] | np.ndarray) -> None:
         """Store fingerprints with their article ids; an id already stored is left as it is."""
-        ids = _article_ids(ids)
-        values = _fingerprints(values)
+        ids = article_id_array(ids)
+        values = fingerprint_array(values)
         if len(ids) != len(values):
             raise ValueError(f"{len(ids)} ids for {len(values)} fingerprints: pass one id each")
         if not len(ids):
@@ -232,11 +221,11 @@ class PgIndex:
         options = sql.SQL("FORMAT BINARY, FREEZE" if freeze else "FORMAT BINARY")
         statement = sql.SQL("COPY {} (table_no, key, fingerprint, article_id) FROM STDIN ({})")
         with self.conn.cursor().copy(statement.format(table, options)) as copy:
-            copy.write(_COPY_HEADER)
+            copy.write(COPY_HEADER)
             for start in range(0, len(ids), LOAD_CHUNK):
                 part = slice(start, start + LOAD_CHUNK)
-                copy.write(self._copy_rows(ids[part], values[part]))
-            copy.write(_COPY_TRAILER)
+                copy.write(copy_rows(self.plan, ids[part], values[part]))
+            copy.write(COPY_TRAILER)
 
     def _merge(self, ids: np.ndarray, values: np.ndarray) -> None:
         """Add rows through a temporary table, skipping those already stored."""
@@ -299,22 +288,9 @@ class PgIndex:
             )
         )
 
-    def _copy_rows(self, ids: np.ndarray, values: np.ndarray) -> bytes:
-        """Return the binary COPY rows of these fingerprints in every table, table by table."""
-        tables, n = self.plan.table_count, len(values)
-        rows = np.empty(tables * n, dtype=_COPY_ROW)
-        rows["fields"] = 4
-        rows["table_no_len"] = 2
-        rows["key_len"] = rows["fingerprint_len"] = rows["article_id_len"] = 8
-        rows["table_no"] = np.repeat(np.arange(tables, dtype=np.int16), n)
-        rows["key"] = self.plan.keys(values).view(np.int64).reshape(-1)
-        rows["fingerprint"] = np.tile(values.view(np.int64), tables)
-        rows["article_id"] = np.tile(ids, tables)
-        return rows.tobytes()
-
     def remove(self, ids: Iterable[int] | np.ndarray) -> int:
         """Remove these articles; return how many of them were stored."""
-        ids = _article_ids(ids)
+        ids = article_id_array(ids)
         with self.conn.transaction():
             cursor = self.conn.execute(
                 self._sql("DELETE FROM {segment} WHERE article_id = ANY(%s::int8[])"),
@@ -354,7 +330,7 @@ class PgIndex:
     def query_many(self, values: Iterable[int] | np.ndarray, k: int) -> Hits:
         """Return every (query, article_id, distance) within distance k, a statement per chunk."""
         self._check(k)
-        values = _fingerprints(values)
+        values = fingerprint_array(values)
         statement = self._sql(
             """
             SELECT DISTINCT q.query, s.article_id, bit_count((s.fingerprint # q.fp)::bit(64))
@@ -428,34 +404,3 @@ class PgIndex:
             },
         ).fetchall()
         return [(table_no, key & (2**64 - 1), size) for table_no, key, size in rows]
-
-
-def _fingerprints(values: Iterable[int] | np.ndarray) -> np.ndarray:
-    """Return fingerprints as a flat uint64 array, refusing anything that is not one."""
-    if isinstance(values, np.ndarray):
-        if values.dtype != np.uint64:
-            raise TypeError(
-                f"fingerprints must be a uint64 array, not {values.dtype}: convert stored "
-                "BIGINT values with hamming.to_unsigned (or .view(np.uint64) on an int64 array)"
-            )
-        return values.reshape(-1)
-    values = list(values)
-    if not all(isinstance(v, int | np.unsignedinteger) for v in values):
-        raise TypeError("fingerprints must be integers from 0 to 2**64 - 1")
-    try:
-        return np.array(values, dtype=np.uint64).reshape(-1)
-    except OverflowError as error:
-        raise ValueError(
-            "a fingerprint is outside 0..2**64 - 1: pass unsigned 64-bit fingerprints, "
-            "converting stored BIGINT values with hamming.to_unsigned"
-        ) from error
-
-
-def _article_ids(ids: Iterable[int] | np.ndarray) -> np.ndarray:
-    """Return article ids as a flat int64 array."""
-    ids = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids))
-    if ids.size and ids.dtype.kind not in "iu":
-        raise TypeError(f"article ids must be integers, not {ids.dtype}")
-    if ids.dtype == np.uint64 and ids.size and ids.max() >= 2**63:
-        raise ValueError("an article id does not fit a BIGINT column (at most 2**63 - 1)")
-    return ids.astype(np.int64).reshape(-1)

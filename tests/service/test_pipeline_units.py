@@ -321,7 +321,7 @@ def test_upload_over_the_limit_is_refused(settings):
 
 
 def test_upload_errors_are_capped_but_counted(monkeypatch):
-    monkeypatch.setattr(services, "MAX_UPLOAD_ERRORS", 3)
+    monkeypatch.setattr(services.uploads, "MAX_UPLOAD_ERRORS", 3)
     batch = services.upload_process(
         upload_id=upload("x.jsonl", jsonl(*["{"] * 10, {"text": ARTICLE})).pk
     )
@@ -444,5 +444,5 @@ def test_identical_texts_found_while_both_were_in_flight_are_exact_matches():
         Match(a_id=first, b_id=second, kind="near", distance=0, similarity=1.0, version="v"),
         Match(a_id=first, b_id=second, kind="near", distance=0, similarity=0.99, version="v"),
     ]
-    services._exact_in_flight(rows)
+    services.processing._exact_in_flight(rows)
     assert [r.kind for r in rows] == ["exact", "near"]

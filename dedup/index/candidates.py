@@ -1,0 +1,171 @@
+"""Finding candidates: the stored articles within distance k of a fingerprint (its bucket in
+every table of the plan) or sharing one of its passage keys, boilerplate keys left out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+from django.db import connection
+from django.db.models import Q
+
+from dedup.db import int_array, pg_cursor
+from dedup.engine.hamming import to_unsigned
+from dedup.engine.plan import Plan
+from dedup.engine.verify import MAX_PASSAGE_OWNERS, Features
+from dedup.index.caches import _features_lock, _hot_keys
+from dedup.models import Article, PassageKey, SegmentRow
+
+
+def candidates_find(
+    *,
+    features: Features,
+    version: str,
+    plan: Plan,
+    k: int,
+    since: datetime | None = None,
+    exclude: int | None = None,
+) -> set[int]:
+    """Return the articles within distance k of the fingerprint or sharing a passage key."""
+    return candidates_find_many(
+        queries=[(exclude, features)], version=version, plan=plan, k=k, since=since
+    )[0]
+
+
+def candidates_find_many(
+    *,
+    queries: Sequence[tuple[int | None, Features]],
+    version: str,
+    plan: Plan,
+    k: int,
+    since: datetime | None = None,
+) -> list[set[int]]:
+    """Return, for each (article id or None, features), the other articles within distance k
+    of its fingerprint or sharing one of its passage keys: a few statements for them all."""
+    found: list[set[int]] = [set() for _ in queries]
+    with_value = [
+        (i, f.fingerprint) for i, (_, f) in enumerate(queries) if f.fingerprint is not None
+    ]
+    if with_value:
+        for i, article_id in _near_fingerprints(with_value, version, plan, k):
+            found[i].add(article_id)
+    keys = [f.passage_keys.view(np.int64).tolist() for _, f in queries]
+    owners = _passage_owners(sorted({key for some in keys for key in some}), version)
+    for i, some in enumerate(keys):
+        for key in some:
+            found[i].update(owners.get(key, ()))
+    for (exclude, _), some in zip(queries, found, strict=True):
+        some.discard(exclude)
+    if since is not None:
+        every = set().union(*found)
+        if every:
+            old = set(
+                Article.objects.filter(id__in=every, dated_at__lt=since).values_list(
+                    "id", flat=True
+                )
+            )
+            for some in found:
+                some -= old
+    return found
+
+
+# Passage keys found to be boilerplate, per worker process (caches._hot_keys): (version, key)
+# -> when. A key only gains owners, except when the retention window prunes them: an entry is
+# trusted for HOT_KEY_SECONDS. Most passages of a site's pages are its boilerplate, looked up
+# again and again.
+HOT_KEYS_CACHED = 500_000
+HOT_KEY_SECONDS = 600.0
+
+
+def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
+    """Return the articles holding each passage key; a key held by more than
+    MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and is left out."""
+    now = time.monotonic()
+    with _features_lock:
+        seen = [_hot_keys.get((version, key)) for key in keys]
+    keys = [k for k, at in zip(keys, seen, strict=True) if at is None or now - at > HOT_KEY_SECONDS]
+    if not keys:
+        return {}
+    limit = MAX_PASSAGE_OWNERS + 1
+    owners: dict[int, list[int]] = {}
+    if connection.vendor == "postgresql":
+        # Each key's first owners, in one statement: a boilerplate key stops at limit rows.
+        with pg_cursor() as cursor:
+            cursor.execute(
+                """
+                SELECT q.key, p.article_id
+                FROM unnest(%s::bigint[]) AS q(key)
+                CROSS JOIN LATERAL (
+                    SELECT DISTINCT article_id FROM dedup_passagekey
+                    WHERE version = %s AND key = q.key
+                    ORDER BY article_id
+                    LIMIT %s
+                ) AS p
+                """,
+                [int_array(keys), version, limit],
+                binary=True,
+            )
+            rows = cursor.fetchall()
+    else:
+        rows = []
+        for start in range(0, len(keys), 500):
+            rows += (
+                PassageKey.objects.filter(version=version, key__in=keys[start : start + 500])
+                .values_list("key", "article_id")
+                .distinct()
+            )
+    for key, article_id in rows:
+        owners.setdefault(key, []).append(article_id)
+    hot = [key for key, ids in owners.items() if len(ids) >= limit]
+    if hot:
+        with _features_lock:
+            if len(_hot_keys) + len(hot) > HOT_KEYS_CACHED:
+                _hot_keys.clear()
+            _hot_keys.update(dict.fromkeys([(version, key) for key in hot], now))
+    return {key: ids for key, ids in owners.items() if len(ids) < limit}
+
+
+def _near_fingerprints(
+    values: list[tuple[int, int]], version: str, plan: Plan, k: int
+) -> list[tuple[int, int]]:
+    """Return (query number, article) for every stored fingerprint within distance k of the
+    queries' (number, fingerprint): one statement, each table's bucket read under its key."""
+    numbers = [number for number, _ in values]
+    unsigned = np.array([value for _, value in values], dtype=np.uint64)
+    keys = plan.keys(unsigned).view(np.int64)  # (tables, queries)
+    tables = plan.table_count
+    if connection.vendor == "postgresql":
+        # The distance is checked in the database: only the matches come back.
+        with pg_cursor() as cursor:
+            cursor.execute(
+                """
+                SELECT q.i, s.article_id
+                FROM unnest(%s::int[], %s::smallint[], %s::bigint[], %s::bigint[])
+                    AS q(i, table_no, key, fp)
+                JOIN dedup_segmentrow s ON s.version = %s AND s.table_no = q.table_no
+                    AND s.key = q.key
+                WHERE bit_count((s.fingerprint # q.fp)::bit(64)) <= %s
+                """,
+                [
+                    int_array(numbers * tables),
+                    int_array(t for t in range(tables) for _ in numbers),
+                    int_array(keys.reshape(-1).tolist()),
+                    int_array(unsigned.view(np.int64).tolist() * tables),
+                    version,
+                    k,
+                ],
+                binary=True,
+            )
+            return list(set(cursor.fetchall()))
+    found = set()
+    for j, (number, value) in enumerate(values):
+        buckets = Q()
+        for table in range(tables):
+            buckets |= Q(table_no=table, key=int(keys[table, j]))
+        rows = SegmentRow.objects.filter(buckets, version=version)
+        for article_id, other in rows.values_list("article_id", "fingerprint").iterator():
+            if (to_unsigned(other) ^ value).bit_count() <= k:
+                found.add((number, article_id))
+    return sorted(found)

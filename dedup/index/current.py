@@ -1,0 +1,49 @@
+"""What the index works under now: the settings row (settings_current), the Detector its
+settings build, once per process (detector_for), and the start of the retention window."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from dedup.engine.verify import Detector
+from dedup.models import Settings
+
+_detectors: dict[tuple, Detector] = {}
+_detectors_lock = threading.Lock()
+
+
+def settings_current() -> Settings:
+    """Return the settings row, with active_version set on first use."""
+    row = Settings.load()
+    if not row.active_version:
+        Settings.objects.filter(pk=row.pk, active_version="").update(
+            active_version=row.index_version, active_config=row.config_fields()
+        )
+        row.refresh_from_db()
+    return row
+
+
+def detector_for(settings: Settings) -> Detector:
+    """Return a Detector for these settings, built once per process (it loads dictionaries)."""
+    key = (settings.engine_config().version, settings.k_max, settings.near, settings.partial)
+    with _detectors_lock:
+        detector = _detectors.get(key)
+        if detector is None:
+            detector = Detector(
+                settings.engine_config(),
+                k_article=settings.k_max,
+                near=settings.near,
+                partial=settings.partial,
+            )
+            _detectors[key] = detector
+        return detector
+
+
+def retention_start(settings: Settings, now: datetime | None = None) -> datetime | None:
+    """Return the earliest dated_at inside the retention window, or None when it is off."""
+    if not settings.retention_days:
+        return None
+    return (now or timezone.now()) - timedelta(days=settings.retention_days)

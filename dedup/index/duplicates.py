@@ -1,0 +1,216 @@
+"""Verifying candidates on their stored features: features and sketches loaded through the
+per-process caches (features_load, sketches_load), candidates screened on their sketches and
+judged (duplicates_find, duplicates_find_many), and the Match rows of what they find."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from django.db import connection
+
+from dedup.db import int_array, pg_cursor
+from dedup.engine import screen
+from dedup.engine.verify import Detector, Duplicate, Features
+from dedup.index.caches import (
+    _cached,
+    _features_cache,
+    _features_lock,
+    _sketch_cache,
+    _unreadable_logged,
+)
+from dedup.index.store import FEATURES_BATCH
+from dedup.models import Fingerprint, Match
+
+# The name these lines were logged under before index.py became a package.
+logger = logging.getLogger("dedup.index")
+
+# Features (caches._features_cache) and sketches of recently matched articles kept per worker.
+FEATURES_CACHED = 20_000  # about 150 MB per worker
+SKETCHES_CACHED = 50_000
+
+
+def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:
+    """Return the stored features of articles under a version (those that have them)."""
+    loaded, missing = _cached(_features_cache, version, article_ids)
+    if missing and connection.vendor == "postgresql":
+        with pg_cursor() as cursor:
+            cursor.execute(
+                "SELECT article_id, features FROM dedup_fingerprint"
+                " WHERE version = %s AND article_id = ANY(%s)",
+                [version, int_array(missing)],
+                binary=True,
+            )
+            rows = cursor.fetchall()
+    else:
+        rows = []
+        for start in range(0, len(missing), FEATURES_BATCH):
+            rows += Fingerprint.objects.filter(
+                version=version, article_id__in=missing[start : start + FEATURES_BATCH]
+            ).values_list("article_id", "features")
+    unpacked = _features_unpack(rows, version)
+    with _features_lock:
+        for article_id, features in unpacked.items():
+            loaded[article_id] = features
+            _features_cache[version, article_id] = features
+            if len(_features_cache) > FEATURES_CACHED:
+                _features_cache.popitem(last=False)
+    return loaded
+
+
+def _features_unpack(rows: Iterable[tuple[int, bytes]], version: str) -> dict[int, Features]:
+    """Unpack stored features; leave out (and log once per version) those this code cannot
+    read, so that their articles are not verified instead of failing whoever asked."""
+    unpacked, unreadable = {}, {}
+    for article_id, data in rows:
+        try:
+            unpacked[article_id] = Features.from_bytes(data)
+        except ValueError as error:
+            # Rows of an older release (another FEATURES_FORMAT), read while the rebuild to
+            # this release's version runs.
+            unreadable[article_id] = error
+    if unreadable:
+        with _features_lock:
+            first_time = version not in _unreadable_logged
+            _unreadable_logged.add(version)
+        if first_time:
+            article_id, error = min(unreadable.items())
+            logger.warning(
+                "the stored features of %d article(s) under version %s cannot be read (the "
+                "first, article %s: %s); such articles are not verified until a rebuild "
+                "re-indexes them (logged once per version)",
+                len(unreadable),
+                version,
+                article_id,
+                error,
+            )
+    return unpacked
+
+
+def duplicates_find(
+    *,
+    article_id: int | None,
+    features: Features,
+    candidates: Iterable[int],
+    version: str,
+    detector: Detector,
+) -> list[Duplicate]:
+    """Verify candidates on their stored features; return the duplicates, a < b where known.
+
+    With an article id, each duplicate is oriented so that `a` is the lower id (its shared
+    passages too); without one (a text being checked), `a` is the text, numbered 0.
+    """
+    stored = features_load(article_ids=candidates, version=version)
+    return _judge(article_id, features, candidates, stored, detector)
+
+
+def duplicates_find_many(
+    *,
+    queries: Sequence[tuple[int, Features]],
+    candidates: Sequence[Iterable[int]],
+    version: str,
+    detector: Detector,
+    counts: dict[str, int] | None = None,
+) -> list[list[Duplicate] | Exception]:
+    """Verify each article's candidates; return each article's duplicates, or the error that
+    stopped its verification. `counts`, if given, gets the candidates and how many of them
+    were verified in full.
+
+    The candidates are screened on their sketches first (dedup.engine.screen); the features of
+    those that pass are loaded once for the whole chunk."""
+    candidates = [sorted(set(some)) for some in candidates]
+    sketches = sketches_load(article_ids=set().union(*candidates), version=version)
+    least = min(detector.near, detector.partial)
+    passing = []
+    for (_, features), some in zip(queries, candidates, strict=True):
+        known = [b for b in some if b in sketches]
+        keep = screen.may_pass(
+            screen.sketch(features.shingles),
+            len(features.shingles),
+            [sketches[b][1] for b in known],
+            [sketches[b][0] for b in known],
+            least,
+        )
+        passing.append(
+            {b for b, ok in zip(known, keep.tolist(), strict=True) if ok}
+            | {b for b in some if b not in sketches}
+        )
+    stored = features_load(article_ids=set().union(*passing), version=version)
+    if counts is not None:
+        counts["candidates"] = counts.get("candidates", 0) + sum(map(len, candidates))
+        counts["verified"] = counts.get("verified", 0) + sum(map(len, passing))
+    results: list[list[Duplicate] | Exception] = []
+    for (article_id, features), some in zip(queries, passing, strict=True):
+        try:
+            results.append(_judge(article_id, features, some, stored, detector))
+        except Exception as error:  # one article's bad features must not sink the chunk
+            results.append(error)
+    return results
+
+
+def sketches_load(*, article_ids: Iterable[int], version: str) -> dict[int, tuple[int, np.ndarray]]:
+    """Return (shingle count, sketch) of articles under a version that have a sketch."""
+    loaded, missing = _cached(_sketch_cache, version, article_ids)
+    if missing and connection.vendor == "postgresql":
+        with pg_cursor() as cursor:
+            cursor.execute(
+                "SELECT article_id, shingles, sketch FROM dedup_fingerprint"
+                " WHERE version = %s AND article_id = ANY(%s) AND sketch IS NOT NULL",
+                [version, int_array(missing)],
+                binary=True,
+            )
+            rows = cursor.fetchall()
+    else:
+        rows = []
+        for start in range(0, len(missing), FEATURES_BATCH):
+            rows += Fingerprint.objects.filter(
+                version=version,
+                article_id__in=missing[start : start + FEATURES_BATCH],
+                sketch__isnull=False,
+            ).values_list("article_id", "shingles", "sketch")
+    with _features_lock:
+        for article_id, size, data in rows:
+            loaded[article_id] = (size, np.frombuffer(bytes(data), dtype="<u4"))
+            _sketch_cache[version, article_id] = loaded[article_id]
+            if len(_sketch_cache) > SKETCHES_CACHED:
+                _sketch_cache.popitem(last=False)
+    return loaded
+
+
+def _judge(article_id, features, candidates, stored, detector) -> list[Duplicate]:
+    others = sorted((b, stored[b]) for b in candidates if b in stored)
+    if not others:
+        return []
+    me = article_id if article_id is not None else 0
+    found = detector.judge_many(me, features, others)
+    if article_id is None:
+        return found
+    return [d if d.a < d.b else _flip(d) for d in found]
+
+
+def _flip(d: Duplicate) -> Duplicate:
+    return Duplicate(
+        a=d.b,
+        b=d.a,
+        kind=d.kind,
+        distance=d.distance,
+        similarity=d.similarity,
+        shared_passages=[(y, x) for x, y in d.shared_passages],
+    )
+
+
+def match_rows(duplicates: Iterable[Duplicate], *, version: str) -> list[Match]:
+    """Return unsaved Match rows for verified duplicates (a < b)."""
+    return [
+        Match(
+            a_id=d.a,
+            b_id=d.b,
+            kind=d.kind,
+            distance=d.distance,
+            similarity=float(d.similarity),
+            shared_passages=[[int(x), int(y)] for x, y in d.shared_passages],
+            version=version,
+        )
+        for d in duplicates
+    ]

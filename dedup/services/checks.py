@@ -1,0 +1,59 @@
+"""Checking a text against the stored articles (text_check): nothing is stored."""
+
+from __future__ import annotations
+
+from dedup import index
+from dedup.errors import ArticleInvalid, DedupError
+from dedup.models import Article, MatchKind
+
+
+def text_check(*, text: str, k: int | None = None) -> dict:
+    """Return a text's fingerprint and the stored articles it duplicates; store nothing."""
+    if not isinstance(text, str) or not text.strip():
+        raise ArticleInvalid('needs a non-empty "text"', field="text")
+    current = index.settings_current()
+    settings = current.active()  # answers come from the active version until a rebuild ends
+    version = current.active_version
+    if k is None:
+        k = settings.k_max
+    if not 0 <= k <= settings.k_max:
+        raise DedupError(f"k must be from 0 to {settings.k_max} (the index's k_max), not {k}")
+    detector = index.detector_for(settings)
+    fingerprint, features = detector.fingerprint_and_features(text)
+    candidates = index.candidates_find(
+        features=features,
+        version=version,
+        plan=settings.plan(),
+        k=k,
+        since=index.retention_start(settings),
+    )
+    found = index.duplicates_find(
+        article_id=None,
+        features=features,
+        candidates=candidates,
+        version=version,
+        detector=detector,
+    )
+    titles = dict(Article.objects.filter(id__in=[d.b for d in found]).values_list("id", "title"))
+    exact = set(
+        Article.objects.filter(content_hash=Article.hash_body(text)).values_list("id", flat=True)
+    )
+    matches = [
+        {
+            "article": d.b,
+            "title": titles.get(d.b, ""),
+            "kind": MatchKind.EXACT if d.b in exact else d.kind,
+            "distance": d.distance,
+            "similarity": 1.0 if d.b in exact else d.similarity,
+            "shared_passages": [list(p) for p in d.shared_passages],
+        }
+        for d in found
+    ]
+    matches.sort(key=lambda m: (-m["similarity"], m["article"]))
+    return {
+        "fingerprint": fingerprint.hex,
+        "status": str(fingerprint.status),
+        "tokens": fingerprint.tokens,
+        "version": version,
+        "matches": matches,
+    }

@@ -1,0 +1,351 @@
+"""Processing articles: a chunk claimed, fingerprinted, indexed and matched
+(articles_process); articles stuck waiting sent again (articles_requeue_stuck); index rows
+outside the retention window deleted (articles_prune)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from datetime import datetime, timedelta
+
+from django.conf import settings as django_settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from dedup import index
+from dedup.db import columns, int_array, pg_cursor
+from dedup.models import (
+    Article,
+    ArticleStatus,
+    Fingerprint,
+    Match,
+    MatchKind,
+    PassageKey,
+    SegmentRow,
+    UploadBatch,
+    UploadState,
+)
+from dedup.services.uploads import _upload_finish_if_processed
+
+# The name these lines were logged under before services.py became a package.
+logger = logging.getLogger("dedup.services")
+
+
+def articles_process(*, article_ids: list[int], stale_after: int | None = None) -> None:
+    """Fingerprint, index and match a chunk of articles; one failing does not stop the others.
+
+    An article is claimed when pending, or processing but claimed more than `stale_after`
+    seconds ago (default DEDUP_STUCK_AFTER_SECONDS; 0 when a task is retried or delivered again,
+    since then the claim is its own). The chunk is claimed, read, indexed and finished in a few
+    statements; only the lookups go article by article."""
+    settings = index.settings_current()
+    detector = index.detector_for(settings)
+    if stale_after is None:
+        stale_after = django_settings.DEDUP_STUCK_AFTER_SECONDS
+    version, plan = settings.index_version, settings.plan()
+    clock = _Clock()
+    claimed = _articles_claim(article_ids, stale_after, version)
+    if not claimed:
+        return
+    clock.lap("claim")
+    articles = [article for article, _ in claimed]
+    # An article indexed by an earlier run of this task (one that then failed) stays indexed:
+    # it is not turned into an exact copy of a text that was processed meanwhile.
+    indexed = {article.id for article, seen in claimed if seen}
+    exact = {a: o for a, o in _exact_originals(articles).items() if a not in indexed}
+    clock.lap("read")
+    items, failed = [], {}
+    for article in articles:
+        if article.id in exact:
+            continue
+        try:
+            fingerprint, features = detector.fingerprint_and_features(article.body)
+        except Exception as error:  # one bad text must not sink the chunk
+            logger.exception("article %s failed", article.id)
+            failed[article.id] = f"{type(error).__name__}: {error}"[:500]
+            continue
+        items.append(index.Indexed(article.id, fingerprint, features))
+    clock.lap("features")
+    with transaction.atomic():
+        written = index.index_store(items=items, version=version, plan=plan)
+    clock.lap("store")
+    if index.index_vacuum_if_due(written):
+        clock.lap("vacuum")
+    # Committed before looking: of two near-copies indexed at the same moment, whichever looks
+    # second finds the other (both may; the unique pair keeps one match).
+    rows = [
+        Match(
+            a_id=min(a, b), b_id=max(a, b), kind=MatchKind.EXACT, distance=0, similarity=1.0,
+            version=version,
+        )
+        for b, a in exact.items()
+    ]  # fmt: skip
+    found = _matches_find(items, settings, detector, version, plan, clock)
+    done = []
+    for item, result in zip(items, found, strict=True):
+        if isinstance(result, Exception):
+            logger.error("article %s failed: %r", item.article_id, result)
+            failed[item.article_id] = f"{type(result).__name__}: {result}"[:500]
+            continue
+        rows += result
+        done.append(item.article_id)
+    _exact_in_flight(rows)
+    # In pair order: two workers inserting the same pairs wait for each other, never deadlock.
+    rows.sort(key=lambda row: (row.a_id, row.b_id))
+    upload_of = {article.id: article.upload_id for article in articles if article.upload_id}
+    with transaction.atomic():
+        Match.objects.bulk_create(rows, ignore_conflicts=True)
+        finished = _articles_finish(done, exact, failed, timezone.now())
+        per_upload = Counter(upload_of[i] for i in finished if i in upload_of)
+        for upload_id, count in sorted(per_upload.items()):
+            UploadBatch.objects.filter(id=upload_id).update(processed=F("processed") + count)
+    for upload_id in sorted(per_upload):
+        _upload_finish_if_processed(upload_id)
+    clock.lap("write")
+    logger.info("articles_process: %d articles, %s", len(claimed), clock)
+
+
+def _articles_finish(
+    done: list[int], exact: dict[int, int], failed: dict[int, str], now: datetime
+) -> list[int]:
+    """Mark processed articles done, exact copies exact (of their original) and failures
+    failed; return the ids finished now. Only an article still processing is finished, so
+    each is finished (and counted on its upload) once."""
+    rows = (
+        [(article_id, None, ArticleStatus.DONE, "") for article_id in done]
+        + [(a, original, ArticleStatus.EXACT, "") for a, original in sorted(exact.items())]
+        + [(a, None, ArticleStatus.FAILED, message) for a, message in sorted(failed.items())]
+    )
+    if not rows:
+        return []
+    if connection.vendor != "postgresql":
+        finished = []
+        processing = Article.objects.filter(status=ArticleStatus.PROCESSING)
+        for article_id, original, status, message in rows:
+            changed = processing.filter(id=article_id).update(
+                status=status, exact_of_id=original, status_message=message, processed_at=now
+            )
+            if changed:
+                finished.append(article_id)
+        return finished
+    # The chunk's ids drive the join: a filter on status could make the planner read the
+    # status index, whose statistics lag behind an upload's hundred thousand pending rows.
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            WITH chunk AS MATERIALIZED (
+                SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[])
+                    AS c(id, original, status, message)
+            )
+            UPDATE dedup_article a
+            SET status = chunk.status, exact_of_id = chunk.original,
+                status_message = chunk.message, processed_at = %s
+            FROM chunk
+            WHERE a.id = chunk.id AND a.status = %s
+            RETURNING a.id
+            """,
+            [*columns(rows), now, ArticleStatus.PROCESSING],
+        )
+        return [article_id for (article_id,) in cursor.fetchall()]
+
+
+class _Clock:
+    """Seconds spent in the named parts of a task, for its log line (bench/pipeline.py reads
+    them)."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.parts: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.parts[name] = self.parts.get(name, 0.0) + now - self.last
+        self.last = now
+
+    def __str__(self) -> str:
+        parts = " ".join(f"{name} {seconds:.3f}" for name, seconds in self.parts.items())
+        counts = " ".join(f"{name} {count}" for name, count in self.counts.items())
+        return f"{self.last - self.start:.3f} s: {parts}" + (f"; {counts}" if counts else "")
+
+
+def _exact_in_flight(rows: list[Match]) -> None:
+    """Call exact the near matches of two identical texts: a copy whose original was still
+    being processed elsewhere passed the content-hash check, but not this one."""
+    same = [r for r in rows if r.kind == MatchKind.NEAR and r.distance == 0 and r.similarity == 1]
+    if not same:
+        return
+    ids = {r.a_id for r in same} | {r.b_id for r in same}
+    hashes = dict(Article.objects.filter(id__in=ids).values_list("id", "content_hash"))
+    for row in same:
+        if hashes.get(row.a_id) == hashes.get(row.b_id):
+            row.kind, row.shared_passages = MatchKind.EXACT, []
+
+
+def _articles_claim(
+    article_ids: list[int], stale_after: int, version: str
+) -> list[tuple[Article, bool]]:
+    """Claim the articles nobody is working on; return them (id, body, content hash) in id
+    order, each with whether it is indexed under the version already (by an earlier run)."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=stale_after)
+    if connection.vendor == "postgresql":
+        # Claim and read in one statement. The chunk's ids drive the join (see _articles_finish).
+        with pg_cursor() as cursor:
+            cursor.execute(
+                """
+                WITH chunk AS MATERIALIZED (SELECT unnest(%s::bigint[]) AS id)
+                UPDATE dedup_article a
+                SET status = %s, claimed_at = %s, attempts = a.attempts + 1
+                FROM (
+                    SELECT d.id FROM chunk JOIN dedup_article d ON d.id = chunk.id
+                    WHERE d.status = %s
+                        OR (d.status = %s AND (d.claimed_at IS NULL OR d.claimed_at <= %s))
+                    ORDER BY d.id
+                    FOR UPDATE OF d SKIP LOCKED
+                ) AS free
+                WHERE a.id = free.id
+                RETURNING a.id, a.body, a.content_hash, a.upload_id, EXISTS (
+                    SELECT 1 FROM dedup_fingerprint f
+                    WHERE f.article_id = a.id AND f.version = %s
+                )
+                """,
+                [
+                    int_array(article_ids), ArticleStatus.PROCESSING, now, ArticleStatus.PENDING,
+                    ArticleStatus.PROCESSING, stale, version,
+                ],
+            )  # fmt: skip
+            rows = sorted(cursor.fetchall())
+        return [
+            (Article(id=i, body=body, content_hash=h, upload_id=u), seen)
+            for i, body, h, u, seen in rows
+        ]
+    claimable = Q(status=ArticleStatus.PENDING) | Q(
+        Q(claimed_at__isnull=True) | Q(claimed_at__lte=stale), status=ArticleStatus.PROCESSING
+    )
+    with transaction.atomic():
+        ids = list(
+            Article.objects.select_for_update(skip_locked=True)
+            .filter(claimable, id__in=article_ids)
+            .values_list("id", flat=True)
+        )
+        Article.objects.filter(id__in=ids).update(
+            status=ArticleStatus.PROCESSING, claimed_at=now, attempts=F("attempts") + 1
+        )
+    articles = Article.objects.filter(id__in=ids).order_by("id")
+    articles = articles.only("id", "body", "content_hash", "upload_id")
+    indexed = set(
+        Fingerprint.objects.filter(version=version, article_id__in=ids).values_list(
+            "article_id", flat=True
+        )
+    )
+    return [(article, article.id in indexed) for article in articles]
+
+
+def _exact_originals(articles: list[Article]) -> dict[int, int]:
+    """Return {article: the earliest article with the same text} for the exact copies among
+    these (in id order): of a text twice in the chunk, the first is processed, the rest copy it."""
+    first: dict[str, int] = {}
+    hashes = sorted({a.content_hash for a in articles})
+    if connection.vendor == "postgresql":
+        # By hash alone, the status checked here: with a status condition the planner may
+        # combine in the status index, which reads every article done (its statistics lag
+        # behind a big upload).
+        with pg_cursor() as cursor:
+            cursor.execute(
+                "SELECT content_hash, id, status FROM dedup_article"
+                " WHERE content_hash = ANY(%s::text[]) ORDER BY id",
+                [hashes],
+            )
+            earlier = [(h, i) for h, i, status in cursor.fetchall() if status == ArticleStatus.DONE]
+    else:
+        earlier = (
+            Article.objects.filter(content_hash__in=hashes, status=ArticleStatus.DONE)
+            .order_by("id")
+            .values_list("content_hash", "id")
+        )
+    for content_hash, article_id in earlier:
+        first.setdefault(content_hash, article_id)
+    copies = {}
+    for article in articles:
+        original = first.setdefault(article.content_hash, article.id)
+        if original != article.id:
+            copies[article.id] = original
+    return copies
+
+
+def _matches_find(
+    items, settings, detector, version, plan, clock: _Clock | None = None
+) -> list[list[Match] | Exception]:
+    """Return the unsaved matches of each indexed article (or the error that stopped it)."""
+    queries = [(item.article_id, item.features) for item in items]
+    if not queries:
+        return []
+    candidates = index.candidates_find_many(
+        queries=queries,
+        version=version,
+        plan=plan,
+        k=settings.k_max,
+        since=index.retention_start(settings),
+    )
+    if clock:
+        clock.lap("look up")
+    found = index.duplicates_find_many(
+        queries=queries,
+        candidates=candidates,
+        version=version,
+        detector=detector,
+        counts=clock.counts if clock else None,
+    )
+    if clock:
+        clock.lap("verify")
+    return [
+        result if isinstance(result, Exception) else index.match_rows(result, version=version)
+        for result in found
+    ]
+
+
+def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
+    """Send again the articles waiting or processing for too long; return how many. Uploads
+    whose articles are all finished (some perhaps deleted meanwhile) are marked done."""
+    if older_than_seconds is None:
+        older_than_seconds = django_settings.DEDUP_STUCK_AFTER_SECONDS
+    for upload_id in UploadBatch.objects.filter(state=UploadState.PROCESSING).values_list(
+        "id", flat=True
+    ):
+        _upload_finish_if_processed(upload_id, recount=True)
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=older_than_seconds)
+    # claimed_at of a pending article records when it was last sent again, so that a long
+    # queue is not sent twice every time this runs.
+    stuck = Article.objects.filter(
+        Q(status=ArticleStatus.PENDING, claimed_at__isnull=True, created_at__lte=cutoff)
+        | Q(status=ArticleStatus.PENDING, claimed_at__lte=cutoff)
+        | Q(status=ArticleStatus.PROCESSING, claimed_at__lte=cutoff)
+        | Q(status=ArticleStatus.PROCESSING, claimed_at__isnull=True)
+    )
+    ids = list(stuck.order_by("id").values_list("id", flat=True))
+    if not ids:
+        return 0
+    from dedup import tasks
+
+    Article.objects.filter(id__in=ids, status=ArticleStatus.PENDING).update(claimed_at=now)
+    size = max(1, django_settings.DEDUP_CHUNK_SIZE)
+    for start in range(0, len(ids), size):
+        tasks.articles_process.delay(
+            article_ids=ids[start : start + size], stale_after=older_than_seconds
+        )
+    logger.info("requeued %d stuck articles", len(ids))
+    return len(ids)
+
+
+def articles_prune(*, now: datetime | None = None) -> int:
+    """Delete the index rows of articles outside the retention window; return how many."""
+    start = index.retention_start(index.settings_current(), now)
+    if start is None:
+        return 0
+    deleted, _ = SegmentRow.objects.filter(article__dated_at__lt=start).delete()
+    passages, _ = PassageKey.objects.filter(article__dated_at__lt=start).delete()
+    return deleted + passages

@@ -1,0 +1,187 @@
+"""Uploads: a file stored as it came (upload_create), then read by a worker into articles,
+chunk by chunk (upload_process); an upload is done once all its articles are finished."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import PurePosixPath
+
+from django.conf import settings as django_settings
+from django.core.files import File
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from dedup.db import int_array, pg_cursor
+from dedup.engine.records import BadRow, InputError
+from dedup.errors import ArticleInvalid, UploadTooLarge
+from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
+from dedup.readers import SUPPORTED, upload_rows
+from dedup.services.ingest import _article, _enqueue_process, article_clean
+
+ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
+MAX_UPLOAD_ERRORS = 100  # per-row errors kept on an upload; the counts stay exact
+
+
+def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datetime) -> list[int]:
+    """Insert an upload's articles (fields, row number); rows made already are left alone.
+    Return the ids of those rows' articles still waiting to be processed."""
+    if connection.vendor != "postgresql":
+        made = [_article(fields, now=now, upload=None, row=row) for fields, row in rows]
+        for article in made:
+            article.upload_id = upload_id
+        Article.objects.bulk_create(made, ignore_conflicts=True)
+        return list(
+            Article.objects.filter(
+                upload_id=upload_id, row__in=[row for _, row in rows], status=ArticleStatus.PENDING
+            ).values_list("id", flat=True)
+        )
+    # One statement, every column one array: about twice as fast as bulk_create here.
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO dedup_article (title, body, source, url, external_id, published_at,
+                created_at, dated_at, content_hash, length, status, status_message, upload_id,
+                "row", attempts)
+            SELECT t, b, s, u, e, p, %s, coalesce(p, %s), h, n, %s, '', %s, r, 0
+            FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[],
+                        %s::timestamptz[], %b::text[], %s::int[], %s::int[])
+                AS x(t, b, s, u, e, p, h, n, r)
+            ON CONFLICT (upload_id, "row") DO NOTHING
+            RETURNING id
+            """,
+            [
+                now, now, ArticleStatus.PENDING, upload_id,
+                [f["title"] for f, _ in rows],
+                [f["body"] for f, _ in rows],
+                [f["source"] for f, _ in rows],
+                [f["url"] for f, _ in rows],
+                [f["external_id"] for f, _ in rows],
+                [f["published_at"] for f, _ in rows],
+                [Article.hash_body(f["body"]) for f, _ in rows],
+                int_array(len(f["body"]) for f, _ in rows),
+                int_array(row for _, row in rows),
+            ],
+        )  # fmt: skip
+        ids = [article_id for (article_id,) in cursor.fetchall()]
+        if len(ids) < len(rows):  # a run before this one made some: those still waiting
+            cursor.execute(
+                'SELECT id FROM dedup_article WHERE upload_id = %s AND "row" = ANY(%s::int[])'
+                " AND status = %s",
+                [upload_id, int_array(row for _, row in rows), ArticleStatus.PENDING],
+            )
+            ids += [article_id for (article_id,) in cursor.fetchall()]
+    return sorted(set(ids))
+
+
+def upload_create(*, file, name: str, user=None) -> UploadBatch:
+    """Store an uploaded file and have a worker read it; nothing is parsed here."""
+    limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
+    size = getattr(file, "size", None)
+    if size is None:
+        file.seek(0, 2)
+        size = file.tell()
+        file.seek(0)
+    if size > limit:
+        raise UploadTooLarge(
+            f"{name} is {size / 2**20:.1f} MiB, over the limit of {limit / 2**20:.0f} MiB "
+            "(DEDUP_MAX_UPLOAD_MB): split it into smaller files"
+        )
+    safe_name = PurePosixPath(name.replace("\\", "/")).name or "upload"
+    with transaction.atomic():
+        batch = UploadBatch(name=name[:300], uploaded_by=user)
+        batch.file.save(safe_name, File(file, name=safe_name), save=False)
+        batch.save()
+        from dedup import tasks
+
+        transaction.on_commit(lambda: tasks.upload_process.delay(upload_id=batch.pk))
+    return batch
+
+
+def upload_process(*, upload_id: int) -> UploadBatch:
+    """Read a stored upload into articles, chunk by chunk; bad rows are recorded, not fatal.
+
+    Run again (a retry), it recounts the file and creates only the rows it has not created."""
+    batch = UploadBatch.objects.get(id=upload_id)
+    if batch.state in (UploadState.DONE, UploadState.FAILED):
+        return batch
+    UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PARSING)
+    made = set(Article.objects.filter(upload_id=upload_id).values_list("row", flat=True))
+    limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
+    total = accepted = rejected = 0
+    errors: list[dict] = []
+    pending: list[tuple[dict, int]] = []  # (fields, row number)
+    now = timezone.now()
+
+    def flush() -> None:
+        with transaction.atomic():
+            # Another run of this upload (a task delivered twice) may have made some already.
+            created = _articles_insert(pending, upload_id=upload_id, now=now)
+            _enqueue_process(sorted(created))
+            UploadBatch.objects.filter(id=upload_id).update(
+                total_rows=total, accepted=accepted, rejected=rejected, errors=errors
+            )
+        pending.clear()
+
+    try:
+        with batch.file.open("rb") as stream:
+            for number, row in enumerate(upload_rows(stream, batch.name, max_bytes=limit), 1):
+                total += 1
+                try:
+                    if isinstance(row, BadRow):
+                        raise ArticleInvalid(f"{row.where}: {row.reason}", row=number)
+                    where, obj = row
+                    fields = article_clean(obj)
+                except ArticleInvalid as error:
+                    rejected += 1
+                    if len(errors) < MAX_UPLOAD_ERRORS:
+                        message = error.message
+                        if not isinstance(row, BadRow):
+                            message = f"{where}: {message}"
+                        errors.append({"row": number, "message": message})
+                    continue
+                accepted += 1
+                if number not in made:
+                    pending.append((fields, number))
+                if len(pending) >= django_settings.DEDUP_CHUNK_SIZE:
+                    flush()
+            flush()
+    except (InputError, OSError, ValueError) as error:
+        return _upload_fail(batch, str(error))
+    if total == 0:
+        return _upload_fail(batch, f"{batch.name} holds no articles; {SUPPORTED}")
+    if accepted == 0:
+        first = errors[0]["message"] if errors else ""
+        return _upload_fail(
+            batch, f"none of the {total} rows could be read (first: {first}); {SUPPORTED}"
+        )
+    UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PROCESSING)
+    if connection.vendor == "postgresql" and accepted >= ANALYZE_AFTER_ROWS:
+        # The planner's statistics of the article table are now far off; autovacuum would
+        # fix them within minutes, while the workers are busy with these very articles.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE dedup_article")
+    _upload_finish_if_processed(upload_id)
+    batch.refresh_from_db()
+    return batch
+
+
+def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
+    UploadBatch.objects.filter(id=batch.pk).update(
+        state=UploadState.FAILED, message=message, finished_at=timezone.now()
+    )
+    batch.refresh_from_db()
+    return batch
+
+
+def _upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> None:
+    """Mark an upload done once all its articles are finished: by its counter, or (recount)
+    by looking for an article still waiting, which also catches articles deleted meanwhile."""
+    processing = UploadBatch.objects.filter(id=upload_id, state=UploadState.PROCESSING)
+    if recount:
+        busy = (ArticleStatus.PENDING, ArticleStatus.PROCESSING)
+        if Article.objects.filter(upload_id=upload_id, status__in=busy).exists():
+            return
+    else:
+        processing = processing.filter(processed__gte=F("accepted"))
+    processing.update(state=UploadState.DONE, finished_at=timezone.now())

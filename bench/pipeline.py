@@ -438,14 +438,18 @@ def task_times(log: str) -> dict[str, list[float]]:
 
 PROFILED = (  # (label, file suffix, function name)
     ("fingerprint and features (tokenise)", "verify.py", "fingerprint_and_features"),
-    ("store fingerprints, segment rows, passage keys", "dedup/index.py", "index_store"),
-    ("look up: fingerprint buckets (SQL)", "dedup/index.py", "_near_fingerprints"),
-    ("look up: candidates in all (buckets + passage keys)", "dedup/index.py", "candidates_find"),
-    ("verify: load candidates' features", "dedup/index.py", "features_load"),
-    ("verify: unpack features", "engine/verify.py", "from_bytes"),
+    ("store fingerprints, segment rows, passage keys", "dedup/index/store.py", "index_store"),
+    ("look up: fingerprint buckets (SQL)", "dedup/index/candidates.py", "_near_fingerprints"),
+    (
+        "look up: candidates in all (buckets + passage keys)",
+        "dedup/index/candidates.py",
+        "candidates_find_many",
+    ),
+    ("verify: load candidates' features", "dedup/index/duplicates.py", "features_load"),
+    ("verify: unpack features", "engine/features.py", "from_bytes"),
     ("verify: judge on shingles", "engine/verify.py", "judge_many"),
-    ("claim the chunk", "dedup/services.py", "_articles_claim"),
-    ("exact copies (content hash)", "dedup/services.py", "_exact_originals"),
+    ("claim the chunk", "dedup/services/processing.py", "_articles_claim"),
+    ("exact copies (content hash)", "dedup/services/processing.py", "_exact_originals"),
     ("database round trips (all statements)", "psycopg/cursor.py", "execute"),
 )
 

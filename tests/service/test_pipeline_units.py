@@ -408,13 +408,14 @@ def test_near_copies_processed_at_the_same_moment_match_once(monkeypatch):
         pytest.skip("needs PostgreSQL for two concurrent writers")
     ids = ingest(ARTICLE, NEAR)
     barrier = threading.Barrier(2, timeout=20)
-    real = index.candidates_find
+    real, looked = index.candidates_find_many, []
 
     def after_both_indexed(**kwargs):
         barrier.wait()  # both have committed their index rows: each will find the other
+        looked.append(kwargs)
         return real(**kwargs)
 
-    monkeypatch.setattr(index, "candidates_find", after_both_indexed)
+    monkeypatch.setattr(index, "candidates_find_many", after_both_indexed)
     errors = []
 
     def run(article_id):
@@ -431,6 +432,7 @@ def test_near_copies_processed_at_the_same_moment_match_once(monkeypatch):
     for thread in threads:
         thread.join(30)
     assert not errors
+    assert len(looked) == 2  # both looked, after both were indexed
     assert pairs() == {tuple(ids): "near"}
     assert Match.objects.count() == 1
     assert set(Article.objects.values_list("status", flat=True)) == {"done"}

@@ -30,6 +30,7 @@ from datasketch import MinHash, MinHashLSH
 from bench.corpus import BANDS, EDIT_KINDS, PARTIAL_KINDS, Doc, build_corpus
 from dedup.engine import Config, merge, normalise
 from dedup.engine.pairs import pairs as index_pairs
+from dedup.engine.verify import SHORT
 
 RESULTS = Path(__file__).parent / "results"
 LONG = BANDS[1:]  # articles of 140 characters or more
@@ -386,19 +387,21 @@ def run_dedup(truth: Truth, run: DedupRun) -> tuple[Method, object, list, dict]:
     b = np.array([d.b for d in dups], dtype=np.int64)
     default = score("dedup duplicates", truth, a, b)
     kinds = {(d.a, d.b): d.kind for d in dups}
-    # Both thresholds move together, keeping the recommended gap between them.
-    gap = det.partial - det.near
+    # The thresholds move together: partial keeps the recommended gap to near, and the short
+    # texts' near its ratio to near.
+    gap, ratio = det.partial - det.near, det.near_short / det.near
     sweep, marker = [], 0
     for t in sorted({*SWEEP, det.near}):
         partial = round(min(1.0, max(0.0, t + gap)), 3)
+        short = round(t * ratio, 3)
         if t == det.near:
             marker, scores = len(sweep), default
         else:
-            found = detector(near=t, partial=partial).duplicates(feats)
+            found = detector(near=t, partial=partial, near_short=short).duplicates(feats)
             fa = np.array([d.a for d in found], dtype=np.int64)
             fb = np.array([d.b for d in found], dtype=np.int64)
             scores = score(f"dedup near={t}", truth, fa, fb)
-        sweep.append((f"near={t}, partial={partial}", scores))
+        sweep.append((f"near={t}, partial={partial}, short={short}", scores))
     extra = {"candidates": len(run.candidates), "found": len(dups), "kinds": kinds}
     return Method(default.name, default, sweep, marker, run.timing, "dedup"), det, dups, extra
 
@@ -506,7 +509,7 @@ def _report(say, args, docs, truth, methods, best_lsh, dedup, extra, passages, f
     say()
     settings = ", ".join(
         f"{name}={getattr(det, name)}"
-        for name in ("k_article", "near", "partial", "min_shared")
+        for name in ("k_article", "near", "near_short", "partial", "min_shared")
         if hasattr(det, name)
     )
     say("Methods, in one run:")
@@ -516,8 +519,9 @@ def _report(say, args, docs, truth, methods, best_lsh, dedup, extra, passages, f
         f"mmh3, SimHash; a pair is found when the Hamming distance is at most {SEED_K}."
     )
     say(
-        f"- **dedup duplicates**: `Detector(Config())` ({settings}): candidates from the segment "
-        "index, verified on shingles."
+        f"- **dedup duplicates**: `Detector(Config())` ({settings}; near_short when the "
+        f"shorter article has under {SHORT} characters): candidates from the segment index, "
+        "verified on shingles."
     )
     say(
         f"- **MinHash LSH**: datasketch MinHashLSH(threshold={LSH_THRESHOLD}, "
@@ -695,8 +699,8 @@ def _report_sweeps(say, methods: list[Method]) -> None:
     say("## Sweeps (articles of 140 characters or more, recall over all labelled kinds)")
     say()
     say("dedup: near threshold t, partial threshold moved with it (the recommended gap between")
-    say("them kept); MinHash: the LSH threshold t (and the Jaccard filter at t); seed method:")
-    say("distance k.")
+    say("them kept) and the short texts' near threshold too (its ratio to near kept); MinHash:")
+    say("the LSH threshold t (and the Jaccard filter at t); seed method: distance k.")
     say()
     say("| method | setting | P | R edits | R partial | R all | F1 |")
     say("|---|---|---:|---:|---:|---:|---:|")

@@ -13,6 +13,7 @@ import hashlib
 import secrets
 
 from django.conf import settings as django_settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
@@ -23,6 +24,10 @@ from dedup.engine.hamming import to_signed, to_unsigned
 from dedup.engine.plan import Plan, plan_for
 
 __all__ = ["to_signed", "to_unsigned"]  # plus the models
+
+
+# A similarity or containment threshold: a share, from 0 to 1.
+SHARE = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
 
 class Settings(models.Model):
@@ -47,8 +52,14 @@ class Settings(models.Model):
         _("retention window (days)"), default=0, help_text=_("0 compares with every article")
     )
     stop_words = models.TextField(_("extra stop words"), blank=True, help_text=_("one per line"))
-    near = models.FloatField(_("near: least similarity"), default=0.4)
-    partial = models.FloatField(_("partial: least containment"), default=0.4)
+    near = models.FloatField(_("near: least similarity"), default=0.4, validators=SHARE)
+    partial = models.FloatField(_("partial: least containment"), default=0.4, validators=SHARE)
+    near_short = models.FloatField(
+        _("near, short texts: least similarity"),
+        default=0.2,
+        validators=SHARE,
+        help_text=_("when the shorter article has fewer than 140 characters"),
+    )
     active_version = models.CharField(max_length=120, blank=True, editable=False)
     # The fields active_version was made with (engine_config and plan), kept while a rebuild
     # moves to new ones, so that answers can still be computed the old way.
@@ -87,7 +98,8 @@ class Settings(models.Model):
         its fingerprint and index fields, and the rest (thresholds, retention) as they are."""
         if not self.active_config or self.active_version == self.index_version:
             return self
-        # Threshold, near, partial and the retention window apply at once, rebuild or not.
+        # Threshold, near, near_short, partial and the retention window apply at once, rebuild
+        # or not.
         now = {f.attname: getattr(self, f.attname) for f in self._meta.concrete_fields}
         now.pop("id")
         return Settings(**{**now, **self.active_config})

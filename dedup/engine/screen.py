@@ -30,10 +30,15 @@ def sketch(shingles: np.ndarray) -> np.ndarray:
 
 
 def may_pass(
-    mine: np.ndarray, size: int, theirs: list[np.ndarray], sizes: list[int], least: float
+    mine: np.ndarray,
+    size: int,
+    theirs: list[np.ndarray],
+    sizes: list[int],
+    least: float | np.ndarray,
 ) -> np.ndarray:
     """Return, for each candidate (its sketch and shingle count), whether its containment in
-    the smaller of the two articles may reach `least`: a bool array."""
+    the smaller of the two articles may reach `least` (one value, or one per candidate): a
+    bool array."""
     if not theirs:
         return np.zeros(0, dtype=bool)
     owner = np.repeat(np.arange(len(theirs)), [len(t) for t in theirs])

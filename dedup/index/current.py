@@ -28,7 +28,13 @@ def settings_current() -> Settings:
 
 def detector_for(settings: Settings) -> Detector:
     """Return a Detector for these settings, built once per process (it loads dictionaries)."""
-    key = (settings.engine_config().version, settings.k_max, settings.near, settings.partial)
+    key = (
+        settings.engine_config().version,
+        settings.k_max,
+        settings.near,
+        settings.partial,
+        settings.near_short,
+    )
     with _detectors_lock:
         detector = _detectors.get(key)
         if detector is None:
@@ -37,6 +43,7 @@ def detector_for(settings: Settings) -> Detector:
                 k_article=settings.k_max,
                 near=settings.near,
                 partial=settings.partial,
+                near_short=settings.near_short,
             )
             _detectors[key] = detector
         return detector

@@ -121,16 +121,16 @@ def duplicates_find_many(
     those that pass are loaded once for the whole chunk."""
     candidates = [sorted(set(some)) for some in candidates]
     sketches = sketches_load(article_ids=set().union(*candidates), version=version)
-    least = min(detector.near, detector.partial)
     passing = []
     for (_, features), some in zip(queries, candidates, strict=True):
         known = [b for b in some if b in sketches]
+        sizes = [sketches[b][0] for b in known]
         keep = screen.may_pass(
             screen.sketch(features.shingles),
             len(features.shingles),
             [sketches[b][1] for b in known],
-            [sketches[b][0] for b in known],
-            least,
+            sizes,
+            detector.least_similarity(features.length, sizes),
         )
         passing.append(
             {b for b, ok in zip(known, keep.tolist(), strict=True) if ok}

@@ -81,3 +81,13 @@ def test_many_candidates_at_once_match_one_by_one():
     assert together.tolist() == [passes(a, o) for o in others]
     assert together.tolist()[:2] == [False, False] and together.tolist()[3:5] == [True, True]
     assert screen.may_pass(screen.sketch(a), len(a), [], [], 0.4).size == 0
+
+
+def test_each_candidate_can_have_its_own_least_containment():
+    rng = np.random.default_rng(3)
+    a = shingles(rng, 1000)
+    # 150 of 700 shared: a containment of 0.21, kept at 0.2 (a short pair), dropped at 0.4.
+    other = np.unique(np.concatenate([rng.choice(a, 150, replace=False), shingles(rng, 550)]))
+    sketches, sizes = [screen.sketch(other)] * 2, [len(other)] * 2
+    kept = screen.may_pass(screen.sketch(a), len(a), sketches, sizes, np.array([0.2, 0.4]))
+    assert kept.tolist() == [True, False]

@@ -129,3 +129,30 @@ def test_fingerprint_and_features_agree_with_the_fingerprinter(detector):
 def test_unpacking_other_bytes_fails_with_a_clear_error(data):
     with pytest.raises(ValueError, match="recompute"):
         verify.Features.from_bytes(data)
+
+
+# Two short reports of one notice: one sentence kept, one reworded, one replaced.
+SHORT_A = (
+    "市政府今天发布通知，全市中小学将于下周一起恢复线下教学。"
+    "各校需做好防疫准备工作。家长可通过学校官网查询具体安排。"
+)
+SHORT_B = (
+    "全市中小学将于下周一起恢复线下教学，市政府今天发布了这一通知。"
+    "有关部门表示将加强校园周边交通管理，请市民注意出行。"
+)
+
+
+def test_short_texts_are_near_at_a_lower_similarity(detector, monkeypatch):
+    found = judge(detector, SHORT_A, SHORT_B)
+    assert found is not None and found.kind == "near"
+    assert detector.near_short <= found.similarity < detector.near
+    assert judge(Detector(near_short=detector.near), SHORT_A, SHORT_B) is None
+    monkeypatch.setattr(verify, "SHORT", 40)  # the same texts counted long: the usual bar
+    assert judge(detector, SHORT_A, SHORT_B) is None
+
+
+def test_least_similarity_for_a_screen_counts_possibly_short_candidates_short(detector):
+    lowest, usual = detector.near_short, min(detector.near, detector.partial)
+    least = detector.least_similarity(2000, [50, 136, 137, 5000])
+    assert least.tolist() == [lowest, lowest, usual, usual]  # 137 shingles: 140 characters
+    assert detector.least_similarity(100, [5000]).tolist() == [lowest]  # the article is short

@@ -448,3 +448,14 @@ def test_identical_texts_found_while_both_were_in_flight_are_exact_matches():
     ]
     services.processing._exact_in_flight(rows)
     assert [r.kind for r in rows] == ["exact", "near"]
+
+
+def test_thresholds_are_shares_and_the_short_text_one_reaches_the_detector():
+    with pytest.raises(SettingsInvalid, match="near_short"):
+        services.settings_update(near_short=1.5)
+    with pytest.raises(SettingsInvalid, match="partial"):
+        services.settings_update(partial=-0.1)
+    assert services.settings_update(near_short=0.3) is None  # no rebuild: applies at once
+    settings = index.settings_current()
+    assert index.detector_for(settings).near_short == 0.3
+    assert index.detector_for(settings.active()).near_short == 0.3

@@ -95,10 +95,11 @@ def index_rebuild(*, job_id: int) -> RebuildJob:
         _rebuild_chunk(missing, settings, detector, version, plan)
     with transaction.atomic():
         row = Settings.objects.select_for_update().get(pk=1)
-        if (
-            row.index_version != version
-            or not RebuildJob.objects.filter(id=job_id, state="running").exists()
-        ):
+        if row.index_version != version:  # the settings moved on in the meantime
+            RebuildJob.objects.filter(id=job_id, state="running").update(
+                state="failed", message=rebuilds.superseded(row.index_version)
+            )
+        if not RebuildJob.objects.filter(id=job_id, state="running").exists():
             job.refresh_from_db()
             return job
         Settings.objects.filter(pk=1).update(

@@ -459,3 +459,18 @@ def test_thresholds_are_shares_and_the_short_text_one_reaches_the_detector():
     settings = index.settings_current()
     assert index.detector_for(settings).near_short == 0.3
     assert index.detector_for(settings.active()).near_short == 0.3
+
+
+def test_a_rebuild_whose_version_changed_under_it_ends_failed_not_running(monkeypatch):
+    process(ARTICLE)
+    job = services.settings_update(top_n=64)
+    real = services.reindex._rebuild_chunk
+
+    def chunk_then_settings_move_on(*args):
+        real(*args)
+        Settings.objects.filter(pk=1).update(top_n=128)  # not through settings_update
+
+    monkeypatch.setattr(services.reindex, "_rebuild_chunk", chunk_then_settings_move_on)
+    job = services.index_rebuild(job_id=job.pk)
+    assert job.state == "failed" and "superseded" in job.message
+    assert index.settings_current().active_version != job.version  # never switched to it

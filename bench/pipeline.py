@@ -621,7 +621,8 @@ def report(args, kinds, size_mb, engine, sample, pipe, health, sizes, tasks, pro
         ]
         lines += [
             "",
-            f"{profile['statements'] / args.chunk_size:.1f} SQL statements per article. "
+            f"{profile['statements']:,} SQL statements for the chunk "
+            f"({profile['statements'] / args.chunk_size:.2f} per article). "
             f"Candidates verified per article: median {cands[len(cands) // 2]:,}, mean "
             f"{sum(cands) / len(cands):,.0f}, 90th percentile {cands[len(cands) * 9 // 10]:,}, "
             f"most {cands[-1]:,}.",

@@ -193,6 +193,16 @@ def test_settings_admin_refuses_a_threshold_over_k_max(admin_client):
     assert Settings.load().threshold == 3
 
 
+def test_settings_admin_sets_the_short_text_threshold_and_refuses_one_over_1(admin_client):
+    url = reverse("admin:dedup_settings_change", args=[Settings.load().pk])
+    assert "near_short" in admin_client.get(url).content.decode()
+    response = admin_client.post(url, settings_form(near_short=1.5))
+    assert response.status_code == 200  # the form again, with the error
+    assert "near_short" in response.context_data["adminform"].form.errors
+    admin_client.post(url, settings_form(near_short=0.3))
+    assert Settings.load().near_short == 0.3 and not RebuildJob.objects.exists()
+
+
 def test_api_token_admin_shows_the_secret_once_and_keeps_its_hash(admin_client):
     boss = get_user_model().objects.get(username="boss")
     response = admin_client.post(

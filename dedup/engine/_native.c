@@ -10,18 +10,26 @@
 #include <Python.h>
 #include <stdint.h>
 
+/* A buffer of C-contiguous values of `size` bytes each (4: uint32, 8: uint64), writable if
+ * asked; on a mismatch, a TypeError naming the argument. */
 static int
-u32_view(PyObject *obj, Py_buffer *view, int writable, const char *name)
+values_view(PyObject *obj, Py_buffer *view, Py_ssize_t size, int writable, const char *name)
 {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0)
         return -1;
-    if (view->itemsize != 4 || view->len % 4) {
-        PyErr_Format(PyExc_TypeError, "%s: needs uint32 values", name);
+    if (view->itemsize != size || view->len % size) {
+        PyErr_Format(PyExc_TypeError, "%s: needs uint%zd values", name, size * 8);
         PyBuffer_Release(view);
         return -1;
     }
     return 0;
+}
+
+static int
+u32_view(PyObject *obj, Py_buffer *view, int writable, const char *name)
+{
+    return values_view(obj, view, 4, writable, name);
 }
 
 /* shared_count(x, y) -> int: how many values two sorted distinct uint32 arrays share. */
@@ -186,14 +194,7 @@ done:
 static int
 u64_view(PyObject *obj, Py_buffer *view, const char *name)
 {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        return -1;
-    if (view->itemsize != 8 || view->len % 8) {
-        PyErr_Format(PyExc_TypeError, "%s: needs uint64 values", name);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
+    return values_view(obj, view, 8, 1, name);
 }
 
 /* The hash of the 4-gram at i, as verify._gram_hashes computes it: two code points as one

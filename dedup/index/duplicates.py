@@ -34,21 +34,7 @@ SKETCHES_CACHED = 50_000
 def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:
     """Return the stored features of articles under a version (those that have them)."""
     loaded, missing = _cached(_features_cache, version, article_ids)
-    if missing and connection.vendor == "postgresql":
-        with pg_cursor() as cursor:
-            cursor.execute(
-                "SELECT article_id, features FROM dedup_fingerprint"
-                " WHERE version = %s AND article_id = ANY(%s)",
-                [version, int_array(missing)],
-                binary=True,
-            )
-            rows = cursor.fetchall()
-    else:
-        rows = []
-        for start in range(0, len(missing), FEATURES_BATCH):
-            rows += Fingerprint.objects.filter(
-                version=version, article_id__in=missing[start : start + FEATURES_BATCH]
-            ).values_list("article_id", "features")
+    rows = _fingerprint_rows(missing, version, ("features",))
     unpacked = _features_unpack(rows, version)
     with _features_lock:
         for article_id, features in unpacked.items():
@@ -152,23 +138,7 @@ def duplicates_find_many(
 def sketches_load(*, article_ids: Iterable[int], version: str) -> dict[int, tuple[int, np.ndarray]]:
     """Return (shingle count, sketch) of articles under a version that have a sketch."""
     loaded, missing = _cached(_sketch_cache, version, article_ids)
-    if missing and connection.vendor == "postgresql":
-        with pg_cursor() as cursor:
-            cursor.execute(
-                "SELECT article_id, shingles, sketch FROM dedup_fingerprint"
-                " WHERE version = %s AND article_id = ANY(%s) AND sketch IS NOT NULL",
-                [version, int_array(missing)],
-                binary=True,
-            )
-            rows = cursor.fetchall()
-    else:
-        rows = []
-        for start in range(0, len(missing), FEATURES_BATCH):
-            rows += Fingerprint.objects.filter(
-                version=version,
-                article_id__in=missing[start : start + FEATURES_BATCH],
-                sketch__isnull=False,
-            ).values_list("article_id", "shingles", "sketch")
+    rows = _fingerprint_rows(missing, version, ("shingles", "sketch"), sketched=True)
     with _features_lock:
         for article_id, size, data in rows:
             loaded[article_id] = (size, np.frombuffer(bytes(data), dtype="<u4"))
@@ -214,3 +184,29 @@ def match_rows(duplicates: Iterable[Duplicate], *, version: str) -> list[Match]:
         )
         for d in duplicates
     ]
+
+
+def _fingerprint_rows(
+    ids: list[int], version: str, columns: tuple[str, ...], *, sketched: bool = False
+) -> list[tuple]:
+    """Return (article_id, *columns) of the fingerprint rows of these articles under a version
+    (only those with a sketch, if `sketched`): one statement on PostgreSQL, in batches else."""
+    if not ids:
+        return []
+    if connection.vendor == "postgresql":
+        with pg_cursor() as cursor:
+            cursor.execute(
+                f"SELECT article_id, {', '.join(columns)} FROM dedup_fingerprint"  # our names
+                " WHERE version = %s AND article_id = ANY(%s)"
+                + (" AND sketch IS NOT NULL" if sketched else ""),
+                [version, int_array(ids)],
+                binary=True,
+            )
+            return cursor.fetchall()
+    rows: list[tuple] = []
+    only = {"sketch__isnull": False} if sketched else {}
+    for start in range(0, len(ids), FEATURES_BATCH):
+        rows += Fingerprint.objects.filter(
+            version=version, article_id__in=ids[start : start + FEATURES_BATCH], **only
+        ).values_list("article_id", *columns)
+    return rows

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import dedup.engine.features as engine_features
 import dedup.engine.merge as merge
 from dedup.engine.verify import SHORT, Detector, Features
+from tests.engine.by_sets import passages_by_sets
 from tests.texts import ARTICLE, FILLER, OTHER
 
 
@@ -161,17 +162,7 @@ def judge_by_sets(detector: Detector, fa: Features, fb: Features):
     if kind == "partial":
         of_a = dict(zip(x, fa.passage_of.tolist(), strict=True))
         of_b = dict(zip(y, fb.passage_of.tolist(), strict=True))
-        a_small = len(x) <= len(y)
-        mine, theirs = (of_a, of_b) if a_small else (of_b, of_a)
-        sizes = (fa if a_small else fb).passage_sizes
-        cells: dict[int, dict[int, int]] = {}
-        for shingle in shared:
-            row = cells.setdefault(mine[shingle], {})
-            row[theirs[shingle]] = row.get(theirs[shingle], 0) + 1
-        for p, row in cells.items():
-            if sum(row.values()) * 2 >= max(int(sizes[p]), 1):
-                best = min(row, key=lambda q: (-row[q], q))
-                passages.append((p, best) if a_small else (best, p))
+        passages = passages_by_sets(fa, fb, of_a, of_b, shared)
     return kind, round(similarity, 4), sorted(passages)
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import dedup.engine.features as engine_features
 import dedup.engine.merge as merge
 from dedup.engine.verify import Detector, Features
+from tests.engine.by_sets import passages_by_sets
 from tests.texts import ARTICLE, FILLER, OTHER
 
 COMPILED = merge._native
@@ -88,23 +89,6 @@ def test_shared_shingles_and_passages_agree_compiled_numpy_and_by_sets(pair):
         len(shared),
         len(fa.shingles),
     ]
-
-
-def passages_by_sets(fa, fb, of_a, of_b, shared) -> list[tuple[int, int]]:
-    """Shared passages the obvious way: every (mine, theirs) pair counted in dictionaries."""
-    a_small = len(fa.shingles) <= len(fb.shingles)
-    mine, theirs = (of_a, of_b) if a_small else (of_b, of_a)
-    sizes = (fa if a_small else fb).passage_sizes
-    cells: dict[int, dict[int, int]] = {}
-    for shingle in shared:
-        row = cells.setdefault(mine[shingle], {})
-        row[theirs[shingle]] = row.get(theirs[shingle], 0) + 1
-    found = []
-    for p, row in cells.items():
-        if sum(row.values()) * 2 >= max(int(sizes[p]), 1):
-            best = min(row, key=lambda q: (-row[q], q))
-            found.append((p, best) if a_small else (best, p))
-    return sorted(found)
 
 
 @pytest.fixture(scope="module")

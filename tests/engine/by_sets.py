@@ -1,0 +1,21 @@
+"""Reference answers the slow, obvious way (Python sets and dictionaries), for the tests."""
+
+from __future__ import annotations
+
+
+def passages_by_sets(fa, fb, of_a, of_b, shared) -> list[tuple[int, int]]:
+    """Return the shared passages of two articles, every (mine, theirs) pair counted in
+    dictionaries: of_a and of_b map a shingle to its passage; shared is the shared shingles."""
+    a_small = len(fa.shingles) <= len(fb.shingles)
+    mine, theirs = (of_a, of_b) if a_small else (of_b, of_a)
+    sizes = (fa if a_small else fb).passage_sizes
+    cells: dict[int, dict[int, int]] = {}
+    for shingle in shared:
+        row = cells.setdefault(mine[shingle], {})
+        row[theirs[shingle]] = row.get(theirs[shingle], 0) + 1
+    found = []
+    for p, row in cells.items():
+        if sum(row.values()) * 2 >= max(int(sizes[p]), 1):
+            best = min(row, key=lambda q: (-row[q], q))
+            found.append((p, best) if a_small else (best, p))
+    return sorted(found)

@@ -21,7 +21,7 @@ from dedup.clusters import BANDS, KIND_NAMES, QueueFilter
 from dedup.engine.verify import Detector
 from dedup.models import Article, Decision, Fingerprint, Match, MatchKind, Settings, Verdict
 from dedup.review import original_latest, pair_latest
-from webui.diff import text_diff
+from webui import evidence
 
 PER_PAGE = 25
 MEMBERS_SHOWN = 150  # a bigger cluster lists the members closest to the original
@@ -366,18 +366,11 @@ def _detector(config) -> Detector:
 
 
 def compare_context(left: Article, right: Article, settings: Settings) -> dict:
-    """Gather two articles, their word-level differences and the passages they share."""
+    """Gather two articles as text (HTML stripped), their word-level differences and the
+    passages they share."""
     lo, hi = sorted((left.id, right.id))
     match = Match.objects.filter(a_id=lo, b_id=hi).first()
-    shared = []
-    if match and match.shared_passages:
-        detector = _detector(settings.active().engine_config())
-        first, second = (left, right) if left.id == lo else (right, left)
-        pa, pb = detector.passages(first.body), detector.passages(second.body)
-        for i, j in match.shared_passages[:200]:
-            if i < len(pa) and j < len(pb):
-                pair = (pa[i], pb[j]) if left.id == lo else (pb[j], pa[i])
-                shared.append(text_diff(*pair))
+    detector = _detector(settings.active().engine_config())
     latest = pair_latest(lo, hi)
     return {
         "left": left,
@@ -385,9 +378,7 @@ def compare_context(left: Article, right: Article, settings: Settings) -> dict:
         "left_url": _web_url(left.url),
         "right_url": _web_url(right.url),
         "match": match,
-        "diff": text_diff(left.body, right.body),
-        "title_diff": text_diff(left.title, right.title),
-        "shared": shared,
+        **evidence.pair_evidence(detector, left, right, match),
         "decision": latest,
         "seen": latest.id if latest else 0,
     }

@@ -12,7 +12,7 @@ distances), fingerprints that differ by those distances, and some decisions.
 Then Django's test Client, signed in as an editor, times each page in this process: server
 time only (no network, no browser). The first request of each page after a cold start (the
 match table read from the database) is reported apart; then the median and max of N runs.
-A threshold change is timed with the clusterings cache emptied before each run, so every
+A slider move is timed with the clusterings cache emptied before each run, so every
 run computes the clusters afresh. The table goes to bench/results/dashboard.md.
 """
 
@@ -320,16 +320,16 @@ def main(argv: list[str] | None = None) -> int:
         ("queue, filtered (source, band, all)", "/?source=新华社&band=long&status=all", False),
         ("queue, newest first, dates", "/?sort=newest&from=2000-01-01&to=2100-01-01", False),
         ("queue, searched (title and text)", f"/?q={facts['word']}", False),
-        ("cluster page, largest cluster", f"/clusters/{facts['big']}/?k=4", False),
-        ("cluster page, small cluster", f"/clusters/{facts['small']}/?k=4", False),
+        ("cluster page, largest cluster", f"/clusters/{facts['big']}/", False),
+        ("cluster page, small cluster", f"/clusters/{facts['small']}/", False),
         ("compare, near pair", f"/compare/{a}/{b}/", False),
         ("compare, partial pair", f"/compare/{pa}/{pb}/", False),
-        ("threshold re-draw k=0 s=0", "/queue/results/?k=0&s=0", True),
-        ("threshold re-draw k=2 s=0.5", "/queue/results/?k=2&s=0.5", True),
-        ("threshold re-draw k=4 s=0", "/queue/results/?k=4&s=0", True),
-        ("threshold re-draw k=3 s=0.8", "/queue/results/?k=3&s=0.8", True),
-        ("queue right after a new decision", "/?k=4", "decide"),
-        ("export clusters.csv (first byte)", "/export/clusters.csv?k=3", False),
+        ("sliders re-draw near=0 partial=0", "/queue/results/?near=0&partial=0", True),
+        ("sliders re-draw near=0.5 partial=0.5", "/queue/results/?near=0.5&partial=0.5", True),
+        ("sliders re-draw near=0.8 partial=0", "/queue/results/?near=0.8&partial=0", True),
+        ("sliders re-draw near=0.9 partial=0.9", "/queue/results/?near=0.9&partial=0.9", True),
+        ("queue right after a new decision", "/", "decide"),
+        ("export clusters.csv (first byte)", "/export/clusters.csv", False),
         ("export decisions.csv (first byte)", "/export/decisions.csv", False),
     ]
     rows = []

@@ -1,9 +1,11 @@
 """Clusters drawn from stored matches at any threshold, without re-fingerprinting.
 
 Every match is loaded once per process into numpy arrays (`MatchTable`), refreshed when a match
-or a decision is added (one cheap query per request tells). A threshold (k, s) picks the matches
-shown; clusters are the connected components of those, found by vectorised label propagation
-with pointer jumping: a Python loop over 150,000 edges would cost most of the time budget.
+or a decision is added (one cheap query per request tells). What editors see is decided by kind
+and verified similarity alone (`Bars`): the fingerprint distance only found the candidates.
+Clusters are the connected components of the matches shown, found by vectorised label
+propagation with pointer jumping: a Python loop over 150,000 edges would cost most of the time
+budget.
 """
 
 from __future__ import annotations
@@ -19,6 +21,23 @@ KIND_CODES = {"exact": 0, "near": 1, "partial": 2}
 KIND_NAMES = {code: name for name, code in KIND_CODES.items()}
 # Decision codes per match: no decision, duplicate, not a duplicate (hidden for good).
 UNDECIDED, DUPLICATE, REJECTED = 0, 1, 2
+EXACT, NEAR, PARTIAL = KIND_CODES["exact"], KIND_CODES["near"], KIND_CODES["partial"]
+
+
+@dataclass(frozen=True)
+class Bars:
+    """The least similarity of the matches shown, per kind; 0 shows every verified match.
+
+    Every stored near or partial match passed its verification bar (Settings.near, or
+    near_short for short texts, and Settings.partial) when it was found, so the defaults show
+    them all; a bar raises the cut above verification, never lowers it. Exact copies are
+    always shown."""
+
+    near: float = 0.0  # Jaccard similarity of a near copy
+    partial: float = 0.0  # share of the smaller article found in the other
+
+    def key(self) -> tuple[float, float]:
+        return round(float(self.near), 3), round(float(self.partial), 3)
 
 
 @dataclass
@@ -48,11 +67,11 @@ class MatchTable:
         """Return the node index of an article, or None when it has no match."""
         return _index(self.article_id, article_id)
 
-    def shown(self, k: int, s: float) -> np.ndarray:
-        """Return the mask of matches shown at distance k and least similarity s."""
-        near_ok = (self.distance >= 0) & (self.distance <= k) & (self.similarity >= s)
-        keep = np.where(self.kind == 1, near_ok, self.kind == 0)
-        keep |= (self.kind == 2) & (self.similarity >= s)  # a page's fingerprint drifts
+    def shown(self, bars: Bars) -> np.ndarray:
+        """Return the mask of matches shown at these bars (rejected pairs never are)."""
+        near, partial = bars.key()
+        keep = np.where(self.kind == NEAR, self.similarity >= near, self.kind == EXACT)
+        keep |= (self.kind == PARTIAL) & (self.similarity >= partial)
         return keep & (self.decision != REJECTED)
 
     def title_search(self, q: str) -> np.ndarray:
@@ -60,15 +79,16 @@ class MatchTable:
         q = q.casefold()
         return self.article_id[[i for i, title in enumerate(self.titles) if q in title]]
 
-    def clustering(self, k: int, s: float) -> Clustering:
-        """Return the clusters at (k, s), cached: a slider moved back and forth costs nothing."""
-        key = (int(k), round(float(s), 3))
+    def clustering(self, bars: Bars) -> Clustering:
+        """Return the clusters at these bars, cached: a slider moved back and forth costs
+        nothing."""
+        key = Bars(*bars.key())
         with _lock:
             found = self._clusterings.get(key)
             if found is not None:
                 self._clusterings.move_to_end(key)
                 return found
-        found = Clustering.build(self, *key)
+        found = Clustering.build(self, key)
         with _lock:
             self._clusterings[key] = found
             while len(self._clusterings) > 16:
@@ -97,11 +117,10 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Clustering:
-    """Clusters at one (k, s): members, originals and per-cluster figures, all arrays."""
+    """Clusters at one set of bars: members, originals and per-cluster figures, all arrays."""
 
     table: MatchTable
-    k: int
-    s: float
+    bars: Bars
     shown: np.ndarray  # mask over matches
     label: np.ndarray  # node -> cluster number, -1 when the node is in no cluster
     size: np.ndarray  # cluster number -> members
@@ -112,9 +131,9 @@ class Clustering:
     nodes: np.ndarray  # the nodes in some cluster
 
     @classmethod
-    def build(cls, table: MatchTable, k: int, s: float) -> Clustering:
+    def build(cls, table: MatchTable, bars: Bars) -> Clustering:
         n = len(table.article_id)
-        shown = table.shown(k, s)
+        shown = table.shown(bars)
         a, b = table.a[shown], table.b[shown]
         roots = components(n, a, b)
         in_cluster = np.zeros(n, bool)
@@ -137,7 +156,7 @@ class Clustering:
         undecided = table.decision[shown] == UNDECIDED
         waiting = np.bincount(edge_label[undecided], minlength=c)
         matches = np.bincount(edge_label, minlength=c)
-        return cls(table, k, s, shown, label, size, first, newest, waiting, matches, members)
+        return cls(table, bars, shown, label, size, first, newest, waiting, matches, members)
 
     def members(self, cluster: int) -> np.ndarray:
         """Return the node indexes of one cluster."""
@@ -252,19 +271,9 @@ def cluster_queue(clustering: Clustering, f: QueueFilter) -> np.ndarray:
     return order[keep[order]]
 
 
-def distance_histogram(table: MatchTable, k_max: int) -> list[int]:
-    """Return how many near matches (not rejected) have each distance 0..k_max.
-
-    Only near matches: k does not cut exact copies (distance 0 always) nor partial ones
-    (their page's fingerprint drifts)."""
-    usable = (table.kind == 1) & (table.distance >= 0) & (table.decision != REJECTED)
-    d = np.minimum(table.distance[usable], k_max).astype(np.int64)
-    return np.bincount(d, minlength=k_max + 1).tolist()
-
-
-def similarity_histogram(table: MatchTable, bins: int = 10) -> list[int]:
-    """Return how many matches (not rejected) fall in each tenth of similarity."""
-    sim = table.similarity[table.decision != REJECTED]
+def similarity_histogram(table: MatchTable, kind: str, bins: int = 10) -> list[int]:
+    """Return how many matches of a kind (not rejected) fall in each tenth of similarity."""
+    sim = table.similarity[(table.kind == KIND_CODES[kind]) & (table.decision != REJECTED)]
     where = np.clip((sim * bins).astype(np.int64), 0, bins - 1)
     return np.bincount(where, minlength=bins).tolist()
 

@@ -17,8 +17,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from dedup import clusters
-from dedup.clusters import BANDS, KIND_NAMES, QueueFilter
-from dedup.engine.verify import Detector
+from dedup.clusters import BANDS, KIND_NAMES, Bars, QueueFilter
+from dedup.engine.verify import SHORT, Detector
 from dedup.models import Article, Decision, Fingerprint, Match, MatchKind, Settings, Verdict
 from dedup.review import original_latest, pair_latest
 from webui import evidence
@@ -38,31 +38,49 @@ class ParamError(ValueError):
 
 @dataclass(frozen=True)
 class Threshold:
-    k: int
-    s: float
-    k_max: int
+    """The least similarity of the near and partial copies shown (clusters.Bars); 0 shows
+    every verified copy."""
+
+    near: float = 0.0
+    partial: float = 0.0
+
+    @property
+    def bars(self) -> Bars:
+        return Bars(self.near, self.partial)
+
+    @property
+    def everything(self) -> bool:
+        """Whether every verified copy is shown (the defaults)."""
+        return not self.near and not self.partial
 
     def query(self) -> str:
-        return urlencode({"k": self.k, "s": f"{self.s:g}"})
+        return urlencode({"near": f"{self.near:g}", "partial": f"{self.partial:g}"})
 
 
-def threshold_parse(params, settings: Settings) -> Threshold:
-    """Read k (0..k_max) and s (0..1) from a query; out-of-range values are clamped."""
-    k_max = settings.k_max
-    raw_k, raw_s = params.get("k", "").strip(), params.get("s", "").strip()
+def _share(raw: str, name: str) -> float:
     try:
-        k = int(raw_k) if raw_k else min(settings.threshold, k_max)
+        value = float(raw)
     except ValueError:
+        value = math.nan
+    if math.isnan(value):
         raise ParamError(
-            _("The distance k must be a whole number from 0 to %(k_max)s.") % {"k_max": k_max}
-        ) from None
-    try:
-        s = float(raw_s) if raw_s else 0.0
-    except ValueError:
-        s = math.nan
-    if math.isnan(s):
-        raise ParamError(_("The similarity cut-off s must be a number from 0 to 1."))
-    return Threshold(min(max(k, 0), k_max), round(min(max(s, 0.0), 1.0), 3), k_max)
+            _("The least similarity %(name)s must be a number from 0 to 1.") % {"name": name}
+        )
+    return round(min(max(value, 0.0), 1.0), 3)
+
+
+def threshold_parse(params) -> Threshold:
+    """Read the bars near and partial (0..1; out-of-range values are clamped) from a query.
+
+    Older addresses still work: s (one least similarity for both kinds) fills a bar not given,
+    and k (a fingerprint distance, which no longer hides verified copies) is ignored."""
+    old = params.get("s", "").strip()
+    fallback = _share(old, "s") if old else 0.0
+    bars = {}
+    for name in ("near", "partial"):
+        raw = params.get(name, "").strip()
+        bars[name] = _share(raw, name) if raw else fallback
+    return Threshold(**bars)
 
 
 def _day(raw: str, name: str) -> dt.date | None:
@@ -157,14 +175,32 @@ def histogram_bars(counts: list[int], cut: int, labels: list[str], width: int = 
     return {"bars": bars, "width": width, "height": height, "cut_x": round((cut + 1) * step, 1)}
 
 
+def verified_bars(settings: Settings) -> dict:
+    """Return the bars the engine verifies copies at: what a slider at 0 shows."""
+    return {
+        "near": settings.near,
+        "near_short": settings.near_short,
+        "short": SHORT,
+        "partial": settings.partial,
+    }
+
+
+def similarity_chart(counts: list[int], least: float) -> dict:
+    """Return the bars of a histogram by tenths of similarity, highest first; bars at or above
+    `least` are the ones shown."""
+    cut = min(int(least * 10), 9)
+    labels = [f"{i / 10:.1f}" for i in range(9, -1, -1)]
+    return histogram_bars(counts[::-1], 9 - cut, labels)
+
+
 def queue_context(params, settings: Settings, page_number: str | None) -> dict:
     """Gather the queue: counts, histograms, one page of clusters with their originals."""
     from django.core.paginator import Paginator
 
-    threshold = threshold_parse(params, settings)
+    threshold = threshold_parse(params)
     qp = queue_params_parse(params)
     table = clusters.match_table()
-    found = table.clustering(threshold.k, threshold.s)
+    found = table.clustering(threshold.bars)
     order = clusters.cluster_queue(found, qp.filter(None))
     text_limited = False
     if qp.q:
@@ -193,14 +229,11 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         }
         for c, original in zip(numbers, originals, strict=True)
     ]
-    k_max = threshold.k_max
-    distances = clusters.distance_histogram(table, k_max)
-    similarities = clusters.similarity_histogram(table)
-    s_cut = min(int(threshold.s * 10), 9)
-    sim_chart = histogram_bars(
-        similarities[::-1], 9 - s_cut, [f"{i / 10:.1f}" for i in range(9, -1, -1)]
-    )
-    query = {key: v for key, v in params.items() if key != "page" and v != ""}
+    charts = {
+        kind: similarity_chart(clusters.similarity_histogram(table, kind), getattr(threshold, kind))
+        for kind in ("near", "partial")
+    }
+    query = {key: v for key, v in params.items() if key not in ("page", "k") and v != ""}
     return {
         "threshold": threshold,
         "params": qp,
@@ -218,10 +251,9 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
             "matches": int(np.count_nonzero(found.shown)),
             "listed": len(order),
         },
-        "distance_chart": histogram_bars(
-            distances, threshold.k, [str(d) for d in range(k_max + 1)]
-        ),
-        "similarity_chart": sim_chart,
+        "near_chart": charts["near"],
+        "partial_chart": charts["partial"],
+        "verified": verified_bars(settings),
     }
 
 
@@ -235,7 +267,7 @@ def _popcount(x: int) -> int:
 def cluster_context(article: Article, threshold: Threshold, settings: Settings) -> dict:
     """Gather the cluster holding an article: members, paths, distances and decisions."""
     table = clusters.match_table()
-    found = table.clustering(threshold.k, threshold.s)
+    found = table.clustering(threshold.bars)
     node = table.node(article.id)
     context = {"article": article, "threshold": threshold, "members": None}
     if node is None or found.label[node] < 0:
@@ -345,7 +377,7 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
 def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
     """Return the ids of the members of the cluster holding an article (empty when none)."""
     table = clusters.match_table()
-    found = table.clustering(threshold.k, threshold.s)
+    found = table.clustering(threshold.bars)
     node = table.node(article_id)
     if node is None or found.label[node] < 0:
         return []

@@ -32,7 +32,7 @@ def _next(request: HttpRequest) -> str:
 @require_GET
 @editor_required
 def queue(request: HttpRequest) -> HttpResponse:
-    """Show the clusters waiting for review, with the threshold and filters."""
+    """Show the clusters waiting for review, with the similarity bars and filters."""
     return _queue_render(request, "webui/review/queue.html")
 
 
@@ -54,14 +54,13 @@ def _queue_render(request: HttpRequest, template: str) -> HttpResponse:
 @require_GET
 @editor_required
 def cluster(request: HttpRequest, article_id: int) -> HttpResponse:
-    """Show the cluster holding an article at the current threshold."""
+    """Show the cluster holding an article at the current similarity bars."""
     article = get_object_or_404(Article.objects.defer("body"), id=article_id)
-    settings = Settings.load()
     try:
-        threshold = ctx.threshold_parse(request.GET, settings)
+        threshold = ctx.threshold_parse(request.GET)
     except ctx.ParamError as error:
         return _bad(request, error)
-    context = ctx.cluster_context(article, threshold, settings)
+    context = ctx.cluster_context(article, threshold, Settings.load())
     return render(request, "webui/review/cluster.html", context)
 
 
@@ -75,7 +74,7 @@ def compare(request: HttpRequest, a: int, b: int) -> HttpResponse:
     right = get_object_or_404(Article, id=b)
     settings = Settings.load()
     try:
-        threshold = ctx.threshold_parse(request.GET, settings)
+        threshold = ctx.threshold_parse(request.GET)
     except ctx.ParamError as error:
         return _bad(request, error)
     context = ctx.compare_context(left, right, settings)
@@ -149,7 +148,7 @@ def original_choose(request: HttpRequest) -> HttpResponse:
     try:
         article_id = int(request.POST.get("original", ""))
         seen = int(request.POST.get("seen_original", "0") or 0)
-        threshold = ctx.threshold_parse(request.POST, Settings.load())
+        threshold = ctx.threshold_parse(request.POST)
         members = ctx.cluster_member_ids(article_id, threshold)
         review.original_choose(
             article_id=article_id, member_ids=members, user=request.user, seen=seen
@@ -222,10 +221,11 @@ def _cluster_rows(found: clusters.Clustering):
 @require_GET
 @editor_required
 def clusters_export(request: HttpRequest) -> HttpResponse:
-    """Stream the clusters at the current threshold as CSV: one row per member."""
+    """Stream the clusters at the current similarity bars as CSV: one row per member."""
     try:
-        threshold = ctx.threshold_parse(request.GET, Settings.load())
+        threshold = ctx.threshold_parse(request.GET)
     except ctx.ParamError as error:
         return _bad(request, error)
-    found = clusters.match_table().clustering(threshold.k, threshold.s)
-    return _csv_response(_cluster_rows(found), f"clusters-k{threshold.k}-s{threshold.s:g}.csv")
+    found = clusters.match_table().clustering(threshold.bars)
+    name = f"clusters-near{threshold.near:g}-partial{threshold.partial:g}.csv"
+    return _csv_response(_cluster_rows(found), name)

@@ -13,8 +13,7 @@
   const form = document.getElementById("queue-form");
   if (form) {
     const results = document.getElementById("queue-results");
-    const k = form.elements.k;
-    const s = form.elements.s;
+    const bars = { near: form.elements.near, partial: form.elements.partial };
     let timer = null;
     let asked = 0;
 
@@ -44,14 +43,14 @@
     }
 
     function later() {
-      document.getElementById("k-out").textContent = k.value;
-      document.getElementById("s-out").textContent = Number(s.value).toFixed(2);
+      for (const name in bars) {
+        document.getElementById(name + "-out").textContent = Number(bars[name].value).toFixed(2);
+      }
       clearTimeout(timer);
       timer = setTimeout(redraw, 100);
     }
 
-    k.addEventListener("input", later);
-    s.addEventListener("input", later);
+    for (const name in bars) bars[name].addEventListener("input", later);
     form.querySelectorAll("select, input[type=date]").forEach((el) => el.addEventListener("change", later));
     form.addEventListener("submit", function (event) {
       event.preventDefault();
@@ -59,8 +58,12 @@
     });
     document.addEventListener("keydown", function (event) {
       if (typing(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
-      if (event.key === "[" || event.key === "]") {
-        k.value = Number(k.value) + (event.key === "]" ? 1 : -1);
+      // [ ] move the near copies' bar, { } the partial copies', by 0.05 (the range clamps).
+      const keys = { "[": ["near", -1], "]": ["near", 1], "{": ["partial", -1], "}": ["partial", 1] };
+      const hit = keys[event.key];
+      if (hit) {
+        const bar = bars[hit[0]];
+        bar.value = (Number(bar.value) + hit[1] * 0.05).toFixed(2);
         later();
       }
     });

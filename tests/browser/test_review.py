@@ -71,18 +71,19 @@ def test_editor_reviews_a_cluster_from_upload_to_export(page, corpus, shot, tmp_
     expect(talk.locator(".size")).to_have_text("3")
     shot(page, "10-queue")
 
-    # The threshold slider re-draws the list from the stored matches: at k = 0 only the
-    # copies with identical fingerprints stay; at k = 4 the shortened copy joins its original.
-    page.locator("#k").fill("0")
-    expect(page.locator("#k-out")).to_have_text("0")
-    expect(talk).to_have_count(0)
+    # The near copies' slider re-draws the list from the stored matches: at 0.95 only the
+    # closest copies stay (the talk's page wrapper, the commentary's repost); back at 0 every
+    # verified copy is shown again.
+    page.locator("#near").fill("0.95")
+    expect(page.locator("#near-out")).to_have_text("0.95")
     expect(rows).to_have_count(2)
-    shot(page, "11-queue-k0")
-    page.locator("#k").fill("4")
+    expect(talk.locator(".size")).to_have_text("2")
+    expect(rows.filter(has_text="全省粮食再获丰收")).to_have_count(0)
+    shot(page, "11-queue-near-095")
+    page.locator("#near").fill("0")
     expect(rows.filter(has_text="全省粮食再获丰收").locator(".size")).to_have_text("3")
-    page.locator("#k").fill("3")
     expect(talk.locator(".size")).to_have_text("3")
-    expect(talk.locator("a").first).to_have_attribute("href", re.compile(r"k=3"))
+    expect(talk.locator("a").first).to_have_attribute("href", re.compile(r"near=0&partial=0"))
 
     talk.locator("a").first.click()
     expect(page).to_have_url(re.compile(rf"/clusters/{original}/"))
@@ -105,13 +106,20 @@ def test_editor_reviews_a_cluster_from_upload_to_export(page, corpus, shot, tmp_
     xss_row = page.locator("table.members tbody tr", has_text="论坛转帖")
     xss_row.locator("button[data-act=n]").click()
     expect(page.locator(".messages")).to_be_visible()
-    expect(members).to_have_count(2)  # a pair that is not a duplicate is never flagged again
+    # A pair that is not a duplicate is never flagged again; the article is still a verified
+    # copy of the edited repost, so it stays, reached through it. Rejected too, it leaves.
+    expect(members).to_have_count(3)
+    expect(xss_row.locator(".chain")).to_be_visible()
+    expect(xss_row).to_contain_text(f"#{copy}")
+    xss_row.locator("button[data-act=n]").click()
+    expect(page.locator(".messages")).to_be_visible()
+    expect(members).to_have_count(2)
     shot(page, "14-decided")
 
     from dedup.models import Decision
 
     verdicts = sorted(Decision.objects.values_list("verdict", flat=True))
-    assert verdicts == ["duplicate", "not_duplicate"]
+    assert verdicts == ["duplicate", "not_duplicate", "not_duplicate"]
 
     page.goto("/")
     with page.expect_download() as info:
@@ -120,7 +128,7 @@ def test_editor_reviews_a_cluster_from_upload_to_export(page, corpus, shot, tmp_
     info.value.save_as(saved)
     table = list(csv.reader(saved.read_text(encoding="utf-8-sig").splitlines()))
     assert table[0][:4] == ["decision", "article_a", "article_b", "verdict"]
-    assert sorted(r[3] for r in table[1:]) == ["duplicate", "not_duplicate"]
+    assert sorted(r[3] for r in table[1:]) == ["duplicate", "not_duplicate", "not_duplicate"]
     assert {r[4] for r in table[1:]} == {"editor"}
     assert page.js_errors == []
 

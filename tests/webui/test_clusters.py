@@ -1,4 +1,4 @@
-"""Clusters from stored matches: components, chains, rejected pairs, thresholds, originals."""
+"""Clusters from stored matches: components, chains, rejected pairs, similarity bars, originals."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dedup.clusters import (
     DUPLICATE,
     REJECTED,
     UNDECIDED,
+    Bars,
     MatchTable,
     QueueFilter,
     cluster_queue,
@@ -86,7 +87,7 @@ def test_components_match_a_plain_union_find_on_random_graphs():
 
 def test_chain_makes_one_cluster_and_paths_show_the_link():
     t = table([(0, 1, "near", 2, 0.8), (1, 2, "near", 3, 0.7)])  # 0 ~ 1 ~ 2, 0 far from 2
-    found = t.clustering(3, 0.0)
+    found = t.clustering(Bars())
     assert groups(found) == [{10, 11, 12}]
     members, _ = member_paths(found, 0)
     assert [(m.article_id, m.hops, m.via) for m in members] == [
@@ -96,27 +97,28 @@ def test_chain_makes_one_cluster_and_paths_show_the_link():
     ]
 
 
-def test_lower_threshold_splits_a_chain():
+def test_higher_bar_splits_a_chain():
     t = table([(0, 1, "near", 2, 0.8), (1, 2, "near", 3, 0.7)])
-    assert groups(t.clustering(2, 0.0)) == [{10, 11}]
+    assert groups(t.clustering(Bars(near=0.75))) == [{10, 11}]
 
 
-def test_clusters_only_merge_as_threshold_grows():
+def test_clusters_only_merge_as_the_bars_come_down():
     rng = np.random.default_rng(3)
     edges = [
-        (int(x), int(y), "near", int(d), float(s))
-        for x, y, d, s in zip(
+        (int(x), int(y), kind, int(d), float(s))
+        for x, y, kind, d, s in zip(
             rng.integers(0, 60, 80),
             rng.integers(60, 120, 80),
-            rng.integers(0, 5, 80),
+            rng.choice(["near", "partial"], 80),
+            rng.integers(0, 20, 80),
             rng.random(80),
             strict=True,
         )
     ]
     t = table(edges, n=120)
     previous = None
-    for k in range(5):
-        labels = t.clustering(k, 0.3).label
+    for bar in (1.0, 0.8, 0.6, 0.4, 0.2, 0.0):
+        labels = t.clustering(Bars(near=bar, partial=min(1.0, bar + 0.1))).label
         if previous is not None:
             together = previous[:, None] == previous[None, :]
             same = labels[:, None] == labels[None, :]
@@ -126,34 +128,60 @@ def test_clusters_only_merge_as_threshold_grows():
 
 def test_rejected_pair_is_never_shown_again():
     t = table([(0, 1, "near", 1, 0.9), (1, 2, "near", 1, 0.9)], decisions=[REJECTED, UNDECIDED])
-    assert groups(t.clustering(4, 0.0)) == [{11, 12}]
+    assert groups(t.clustering(Bars())) == [{11, 12}]
 
 
-def test_exact_always_shown_and_partial_ignores_distance():
+def test_fingerprint_distance_never_hides_a_verified_copy():
+    # A near copy whose fingerprint landed far (distance 12, beyond any k_max), one with no
+    # fingerprint, a short text's near copy below the usual near bar, a partial copy.
+    t = table(
+        [
+            (0, 1, "near", 12, 0.83),
+            (2, 3, "near", None, 0.6),
+            (4, 5, "near", 1, 0.25),
+            (6, 7, "partial", 30, 0.6),
+        ]
+    )
+    everything = [{10, 11}, {12, 13}, {14, 15}, {16, 17}]
+    assert groups(t.clustering(Bars())) == everything
+    assert t.shown(Bars()).all()
+
+
+def test_each_kind_has_its_own_bar_and_exact_copies_are_always_shown():
     t = table([(0, 1, "exact", 0, 1.0), (2, 3, "partial", 30, 0.6), (4, 5, "near", 4, 0.9)])
-    assert groups(t.clustering(0, 0.5)) == [{10, 11}, {12, 13}]
-    assert groups(t.clustering(0, 0.7)) == [{10, 11}]
+    assert groups(t.clustering(Bars(near=0.95, partial=0.5))) == [{10, 11}, {12, 13}]
+    assert groups(t.clustering(Bars(near=0.5, partial=0.7))) == [{10, 11}, {14, 15}]
+    assert groups(t.clustering(Bars(near=1.0, partial=1.0))) == [{10, 11}]
 
 
-def test_similarity_cut_off_hides_weak_near_matches():
+def test_near_bar_hides_weak_near_matches():
     t = table([(0, 1, "near", 1, 0.45), (0, 2, "near", 1, 0.95)])
-    assert groups(t.clustering(3, 0.5)) == [{10, 12}]
+    assert groups(t.clustering(Bars(near=0.5))) == [{10, 12}]
+
+
+def test_similarity_histograms_count_each_kind_apart():
+    t = table(
+        [(0, 1, "near", 1, 0.45), (0, 2, "near", 9, 0.95), (3, 4, "partial", 20, 0.5)],
+        decisions=[UNDECIDED, REJECTED, UNDECIDED],
+    )
+    assert clusters.similarity_histogram(t, "near") == [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]
+    assert clusters.similarity_histogram(t, "partial") == [0, 0, 0, 0, 0, 1, 0, 0, 0, 0]
 
 
 def test_original_is_the_earliest_unless_an_editor_chose_one():
     edges = [(0, 1, "near", 1, 0.9), (1, 2, "near", 1, 0.9)]
     early = table(edges, dated=[50, 20, 30])
-    assert early.clustering(3, 0).original.tolist() == [1]
+    assert early.clustering(Bars()).original.tolist() == [1]
     chosen = table(edges, dated=[50, 20, 30], chosen=[0, 0, 7])
-    assert chosen.clustering(3, 0).original.tolist() == [2]
+    assert chosen.clustering(Bars()).original.tolist() == [2]
     tie = table(edges, dated=[5, 5, 5])
-    assert tie.clustering(3, 0).original.tolist() == [0]
+    assert tie.clustering(Bars()).original.tolist() == [0]
 
 
 def test_queue_shows_waiting_clusters_largest_first():
     edges = [(0, 1, "near", 1, 0.9), (2, 3, "near", 1, 0.9), (3, 4, "near", 1, 0.9)]
     t = table(edges, decisions=[DUPLICATE, UNDECIDED, UNDECIDED])
-    found = t.clustering(3, 0)
+    found = t.clustering(Bars())
     waiting = cluster_queue(found, QueueFilter())
     assert [groups_of(found, c) for c in waiting] == [{12, 13, 14}]
     everything = cluster_queue(found, QueueFilter(status="all"))
@@ -165,7 +193,7 @@ def test_queue_shows_waiting_clusters_largest_first():
 def test_queue_filters_by_source_band_date_and_hits():
     edges = [(0, 1, "near", 1, 0.9), (2, 3, "near", 1, 0.9)]
     t = table(edges, sources=[0, 0, 0, 1], lengths=[100, 100, 900, 900], dated=[1, 2, 30, 40])
-    found = t.clustering(3, 0)
+    found = t.clustering(Bars())
 
     def shown(**kw):
         return [groups_of(found, c) for c in cluster_queue(found, QueueFilter(status="all", **kw))]
@@ -210,7 +238,7 @@ def test_table_load_reads_matches_decisions_and_articles(django_user_model):
     assert t.distance.tolist() == [2, -1]
     assert t.length.tolist() == [100, 101, 102]
     assert t.chosen[2] > 0
-    found = t.clustering(4, 0)
+    found = t.clustering(Bars())
     assert groups(found) == [{ids[1], ids[2]}]
     assert t.article_id[found.original[0]] == ids[2]
     assert clusters.match_table() is t  # nothing changed: the cached table

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from dedup import clusters
-from dedup.models import Article, Decision, Match, Settings
+from dedup.models import Article, Decision, Match
 from tests import roles
 
 pytestmark = pytest.mark.django_db
@@ -87,30 +87,52 @@ def test_admin_reviews_too(django_user_model, chain):
 
 
 def test_queue_lists_the_chain_as_one_cluster_with_counts(editor_client, chain):
-    response = editor_client.get("/?k=3")
+    response = editor_client.get("/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert f"/clusters/{chain[0].id}/?k=3" in html
+    assert f"/clusters/{chain[0].id}/?near=0&amp;partial=0" in html
     assert response.context["counts"]["clusters"] == 1
     assert response.context["counts"]["articles"] == 3
-    assert "<svg" in html  # the distance histogram
+    assert response.context["counts"]["matches"] == 2
+    assert html.count("<svg") == 2  # the near and partial copies' similarity histograms
 
 
-def test_lower_threshold_splits_the_chain(editor_client, chain):
-    response = editor_client.get("/queue/results/?k=2&status=all")
+def test_queue_shows_a_verified_copy_whatever_its_fingerprint_distance(editor_client, chain):
+    a, b, _c = chain
+    Match.objects.create(a=a, b=article(4), kind="near", distance=12, similarity=0.83)
+    Match.objects.create(a=b, b=article(5), kind="partial", distance=None, similarity=0.5)
+    response = editor_client.get("/queue/results/?status=all")
+    assert response.context["counts"]["matches"] == Match.objects.count() == 4
+    assert response.context["counts"]["articles"] == 5
+
+
+def test_higher_near_bar_splits_the_chain(editor_client, chain):
+    response = editor_client.get("/queue/results/?near=0.7&status=all")
     assert response.context["counts"]["clusters"] == 1
     assert response.context["counts"]["articles"] == 2
     assert b"<html" not in response.content  # a partial, for the slider
 
 
 def test_queue_slider_values_out_of_range_are_clamped(editor_client, chain):
-    response = editor_client.get("/?k=99&s=-3")
+    response = editor_client.get("/?near=99&partial=-3")
     assert response.status_code == 200
     threshold = response.context["threshold"]
-    assert (threshold.k, threshold.s) == (Settings.load().k_max, 0.0)
+    assert (threshold.near, threshold.partial) == (1.0, 0.0)
 
 
-@pytest.mark.parametrize("query", ["k=abc", "s=nan", "s=x", "from=31/05/2024"])
+def test_queue_addresses_of_the_distance_slider_still_work(editor_client, chain):
+    # k no longer hides anything (a bad one included); s was one bar for both kinds.
+    for query in ("k=0", "k=abc", "k=0&near=0"):
+        response = editor_client.get(f"/?{query}")
+        assert response.status_code == 200
+        assert response.context["counts"]["articles"] == 3
+    threshold = editor_client.get("/?k=2&s=0.7").context["threshold"]
+    assert (threshold.near, threshold.partial) == (0.7, 0.7)
+    threshold = editor_client.get("/?s=0.7&partial=0.2").context["threshold"]
+    assert (threshold.near, threshold.partial) == (0.7, 0.2)
+
+
+@pytest.mark.parametrize("query", ["near=abc", "partial=nan", "s=x", "from=31/05/2024"])
 def test_queue_bad_values_get_400_with_a_message(editor_client, chain, query):
     response = editor_client.get(f"/?{query}")
     assert response.status_code == 400
@@ -119,9 +141,7 @@ def test_queue_bad_values_get_400_with_a_message(editor_client, chain, query):
 
 def test_queue_filters_and_search(editor_client, chain):
     def listed(query):
-        return editor_client.get(f"/queue/results/?k=3&status=all&{query}").context["counts"][
-            "listed"
-        ]
+        return editor_client.get(f"/queue/results/?status=all&{query}").context["counts"]["listed"]
 
     assert listed("source=人民日报") == 1
     assert listed("source=新浪") == 0
@@ -142,7 +162,7 @@ def test_queue_empty_state_says_what_to_do(editor_client):
 
 def test_cluster_page_shows_members_paths_and_distances(editor_client, chain):
     a, b, c = chain
-    response = editor_client.get(f"/clusters/{c.id}/?k=3")
+    response = editor_client.get(f"/clusters/{c.id}/")
     assert response.status_code == 200
     assert response.context["members"] is not None
     rows = response.context["rows"]
@@ -155,8 +175,17 @@ def test_cluster_page_shows_members_paths_and_distances(editor_client, chain):
     assert XSS not in html
 
 
+def test_cluster_page_reaches_a_far_fingerprint_copy_directly(editor_client, chain):
+    a, _b, c = chain
+    Match.objects.create(a=a, b=c, kind="near", distance=9, similarity=0.9)
+    rows = editor_client.get(f"/clusters/{a.id}/").context["rows"]
+    far = next(r for r in rows if r["member"].article_id == c.id)
+    assert (far["member"].via, far["member"].hops, far["steps"]) == (a.id, 1, "")
+    assert far["similarity"] == "0.900" and far["edge"]["distance"] == 9
+
+
 def test_cluster_page_of_an_unclustered_article_explains(editor_client, chain):
-    response = editor_client.get(f"/clusters/{chain[2].id}/?k=2")
+    response = editor_client.get(f"/clusters/{chain[2].id}/?near=0.7")
     assert response.status_code == 200
     assert response.context["members"] is None
 
@@ -179,13 +208,13 @@ def test_compare_highlights_word_changes_and_escapes_text(editor_client, chain):
 
 def test_queue_escapes_titles(editor_client, chain):
     Article.objects.filter(id=chain[0].id).update(title=XSS)
-    html = editor_client.get("/?k=3").content.decode()
+    html = editor_client.get("/").content.decode()
     assert XSS not in html and "&lt;script&gt;" in html
 
 
 def test_cluster_page_escapes_titles(editor_client, chain):
     Article.objects.filter(id=chain[1].id).update(title=XSS, source="<b>src</b>")
-    html = editor_client.get(f"/clusters/{chain[0].id}/?k=3").content.decode()
+    html = editor_client.get(f"/clusters/{chain[0].id}/").content.decode()
     assert XSS not in html and "&lt;script&gt;" in html and "<b>src" not in html
 
 
@@ -220,9 +249,9 @@ def test_duplicate_decision_is_recorded_with_who_and_when(editor_client, editor,
 def test_rejected_pair_leaves_the_cluster(editor_client, chain):
     a, b, _c = chain
     editor_client.post("/decisions/", {"pick": f"not_duplicate:{a.id}:{b.id}:0"})
-    response = editor_client.get(f"/clusters/{a.id}/?k=4")
+    response = editor_client.get(f"/clusters/{a.id}/")
     assert response.context["members"] is None
-    assert editor_client.get("/?k=4").context["counts"]["articles"] == 2
+    assert editor_client.get("/").context["counts"]["articles"] == 2
 
 
 def test_stale_decision_is_refused_with_who_and_when(editor_client, django_user_model, chain):
@@ -287,11 +316,11 @@ def test_bulk_without_a_selection_says_so(editor_client, chain):
 
 def test_choosing_the_original_changes_the_cluster_original(editor_client, chain):
     a, b, c = chain
-    editor_client.post("/decisions/original/", {"original": c.id, "seen_original": 0, "k": 3})
-    response = editor_client.get(f"/clusters/{a.id}/?k=3")
+    editor_client.post("/decisions/original/", {"original": c.id, "seen_original": 0, "near": 0})
+    response = editor_client.get(f"/clusters/{a.id}/")
     assert response.context["rows"][0]["member"].article_id == c.id
     # A second editor who saw no choice is refused.
-    editor_client.post("/decisions/original/", {"original": b.id, "seen_original": 0, "k": 3})
+    editor_client.post("/decisions/original/", {"original": b.id, "seen_original": 0, "near": 0})
     assert Decision.objects.filter(verdict="original").count() == 1
 
 
@@ -311,11 +340,12 @@ def test_exports_stream_csv_with_a_header(editor_client, editor, chain):
     assert rows[0][:4] == ["decision", "article_a", "article_b", "verdict"]
     assert rows[1][1:5] == [str(a.id), str(b.id), "duplicate", "li.wei"]
 
-    response = editor_client.get("/export/clusters.csv?k=3")
+    response = editor_client.get("/export/clusters.csv?near=0.5")
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows[0][:3] == ["cluster", "article", "role"]
     assert [r[2] for r in rows[1:]] == ["original", "member", "member"]
-    assert editor_client.get("/export/clusters.csv?k=zz").status_code == 400
+    assert editor_client.get("/export/clusters.csv?near=zz").status_code == 400
+    assert editor_client.get("/export/clusters.csv?k=zz").status_code == 200  # k: ignored
 
 
 @pytest.mark.django_db(transaction=True)

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from dedup import selectors, services
+from dedup.clusters import Bars
 from dedup.errors import ArticleInvalid, DedupError, UploadTooLarge
 from dedup.index import settings_current
 from dedup.models import ApiToken, Article
@@ -224,19 +225,34 @@ def article_detail(request: HttpRequest, article_id: int) -> JsonResponse:
 
 @api_view("GET", READ)
 def article_matches(request: HttpRequest, article_id: int) -> JsonResponse:
-    """Return the articles an article duplicates, nearest first."""
+    """Return the articles an article duplicates, as the review queue shows them (the same
+    bars near and partial, 0 by default: every verified copy), most similar first."""
     _article_or_404(article_id)
     k = request.GET.get("k")
     if k is not None:
         k = _int_param(k, "k", 0, _k_max())
-    try:
-        min_similarity = float(request.GET.get("min_similarity", "0"))
-    except ValueError:
-        min_similarity = -1.0
-    if not 0.0 <= min_similarity <= 1.0:  # also refuses nan
-        raise ApiError(400, "min_similarity must be a number from 0 to 1.")
-    matches = selectors.article_matches(article_id=article_id, k=k, min_similarity=min_similarity)
+    # min_similarity, the one bar of older callers, fills the bars not given (as s does on
+    # the queue's addresses).
+    both = _share_param(request.GET.get("min_similarity"), "min_similarity", 0.0)
+    bars = Bars(
+        near=_share_param(request.GET.get("near"), "near", both),
+        partial=_share_param(request.GET.get("partial"), "partial", both),
+    )
+    matches = selectors.article_matches(article_id=article_id, bars=bars, k=k)
     return answer({"article": article_id, "matches": [_match_json(m, article_id) for m in matches]})
+
+
+def _share_param(value: str | None, name: str, default: float) -> float:
+    """Return a number from 0 to 1 from a query string, or the default when not given."""
+    if value is None:
+        return default
+    try:
+        share = float(value)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0:  # also refuses nan
+        raise ApiError(400, f"{name} must be a number from 0 to 1.")
+    return share
 
 
 def _match_json(match, article_id: int) -> dict:

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from django.db.models import Count, Q
 
+from dedup.clusters import Bars
 from dedup.engine.hamming import to_unsigned
 from dedup.index import settings_current
 from dedup.models import (
     Article,
     ArticleStatus,
+    Decision,
     Fingerprint,
     Match,
+    MatchKind,
     PassageKey,
     RebuildJob,
     SegmentRow,
     UploadBatch,
     UploadState,
+    Verdict,
 )
 
 # A bucket is hot when it holds this many times the rows even spreading gives, and at least
@@ -31,15 +35,32 @@ def fingerprint_hex(value: int | None) -> str | None:
 
 
 def article_matches(
-    *, article_id: int, k: int | None = None, min_similarity: float = 0.0
+    *, article_id: int, bars: Bars | None = None, k: int | None = None
 ) -> list[Match]:
-    """Return an article's matches, most similar first; k limits the fingerprint distance."""
-    matches = Match.objects.filter(
-        Q(a_id=article_id) | Q(b_id=article_id), similarity__gte=min_similarity
+    """Return the matches of an article the review queue shows at these bars, most similar
+    first: MatchTable.shown in SQL (exact copies, near and partial ones at their bar, no pair
+    an editor rejected). k keeps those within a fingerprint distance: a diagnostic only."""
+    near, partial = (bars or Bars()).key()
+    shown = (
+        Q(kind=MatchKind.EXACT)
+        | Q(kind=MatchKind.NEAR, similarity__gte=near)
+        | Q(kind=MatchKind.PARTIAL, similarity__gte=partial)
     )
+    matches = Match.objects.filter(Q(a_id=article_id) | Q(b_id=article_id)).filter(shown)
     if k is not None:
         matches = matches.filter(distance__lte=k)
-    return list(matches.select_related("a", "b").order_by("-similarity", "distance", "id"))
+    rejected = _rejected_partners(article_id)
+    found = matches.select_related("a", "b").order_by("-similarity", "distance", "id")
+    return [m for m in found if (m.b_id if m.a_id == article_id else m.a_id) not in rejected]
+
+
+def _rejected_partners(article_id: int) -> set[int]:
+    """Return the articles whose pair with this one an editor's latest decision rejected."""
+    latest = {}
+    decisions = Decision.objects.filter(Q(a_id=article_id) | Q(b_id=article_id), b__isnull=False)
+    for a, b, verdict in decisions.order_by("id").values_list("a_id", "b_id", "verdict"):
+        latest[b if a == article_id else a] = verdict
+    return {other for other, verdict in latest.items() if verdict == Verdict.NOT_DUPLICATE}
 
 
 def upload_status(*, upload_id: int) -> dict:

@@ -17,6 +17,7 @@ from dedup import api
 from dedup.models import (
     ApiToken,
     Article,
+    Decision,
     Fingerprint,
     Match,
     Settings,
@@ -396,15 +397,40 @@ def test_matches_name_the_other_article(client, matched):
     assert match["shared_passages"] == []
 
 
-def test_matches_filtered_by_k_and_similarity(client, matched):
+def test_matches_are_every_verified_copy_whatever_the_distance(client, matched):
     first, second, third = matched
     url = f"/api/articles/{first.pk}/matches"
-    everything = {m["article"] for m in client.get(url).json()["matches"]}
-    assert everything == {second.pk, third.pk}
-    near = client.get(url, {"k": 3}).json()["matches"]
-    assert [m["article"] for m in near] == [second.pk]
-    similar = client.get(url, {"min_similarity": "0.8"}).json()["matches"]
-    assert [m["article"] for m in similar] == [second.pk]
+    everything = [m["article"] for m in client.get(url).json()["matches"]]
+    assert everything == [second.pk, third.pk]  # distance 6 is beyond k_max: still a copy
+
+
+def test_matches_filtered_by_the_queue_bars_and_k(client, matched):
+    first, second, third = matched
+    version = Settings.load().active_version
+    page = _article("四")
+    Match.objects.create(a=first, b=page, kind="partial", similarity=0.45, version=version)
+    url = f"/api/articles/{first.pk}/matches"
+
+    def found(**params):
+        return [m["article"] for m in client.get(url, params).json()["matches"]]
+
+    assert found() == [second.pk, third.pk, page.pk]
+    assert found(near="0.8") == [second.pk, page.pk]
+    assert found(partial="0.5") == [second.pk, third.pk]
+    assert found(min_similarity="0.8") == [second.pk]  # older callers: one bar for both
+    assert found(min_similarity="0.8", partial="0") == [second.pk, page.pk]
+    assert found(k=3) == [second.pk]  # a diagnostic filter, asked for
+
+
+def test_matches_leave_out_pairs_an_editor_rejected(client, matched):
+    first, second, third = matched
+    Decision.objects.create(a=first, b=third, verdict="duplicate")
+    Decision.objects.create(a=first, b=third, verdict="not_duplicate")
+    Decision.objects.create(a=second, b=first, verdict="not_duplicate")
+    Decision.objects.create(a=first, b=second, verdict="duplicate")  # the latest counts
+    matches = client.get(f"/api/articles/{first.pk}/matches").json()["matches"]
+    assert [m["article"] for m in matches] == [second.pk]
+    assert client.get(f"/api/articles/{third.pk}/matches").json()["matches"] == []
 
 
 @pytest.mark.parametrize(
@@ -417,6 +443,8 @@ def test_matches_filtered_by_k_and_similarity(client, matched):
         ({"min_similarity": "much"}, "min_similarity must be a number from 0 to 1"),
         ({"min_similarity": "1.5"}, "min_similarity"),
         ({"min_similarity": "nan"}, "min_similarity"),
+        ({"near": "much"}, "near must be a number from 0 to 1"),
+        ({"partial": "-0.1"}, "partial must be a number from 0 to 1"),
     ],
 )
 def test_matches_refuse_bad_parameters(client, matched, params, message):

@@ -13,6 +13,7 @@ from django.db import connection
 from django.utils import timezone
 
 from dedup import index, selectors, services, tasks
+from dedup.clusters import Bars
 from dedup.engine.verify import Features
 from dedup.errors import ArticleInvalid, SettingsInvalid, UploadTooLarge
 from dedup.models import (
@@ -389,7 +390,8 @@ def test_article_matches_and_index_health():
     found = selectors.article_matches(article_id=a)
     assert {m.b_id for m in found} == {near, page, exact}
     assert found[0].b_id == exact  # most similar first
-    assert {m.b_id for m in selectors.article_matches(article_id=a, min_similarity=0.99)} >= {exact}
+    strict = Bars(near=0.99, partial=0.99)
+    assert {m.b_id for m in selectors.article_matches(article_id=a, bars=strict)} >= {exact}
     assert all(m.distance <= 2 for m in selectors.article_matches(article_id=a, k=2))
     health = selectors.index_health()
     assert health["articles"]["done"] == 4 and health["articles"]["exact"] == 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import multiprocessing
 import sys
@@ -109,16 +111,31 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             'Write {"a", "b", "kind", "distance", "similarity", "shared_passages"} for every '
             "verified duplicate pair, once (a before b in input order), at the recommended "
-            "settings. kind is near (the same article, edited; similarity is the Jaccard "
-            "similarity of character 4-grams) or partial (most of the smaller article is in "
-            "the other; similarity is that share). shared_passages lists [passage of a, "
-            "passage of b]: passages are the sentences of the normalised text, short ones "
-            "joined (--with-text adds them). Input as for fingerprint; it needs the texts."
+            "settings: the pairs the service's review queue shows at its defaults. kind is "
+            "exact (the same text; a later copy is not compared again, as in the service), "
+            "near (the same article, edited; similarity is the Jaccard similarity of character "
+            "4-grams) or partial (most of the smaller article is in the other; similarity is "
+            "that share). shared_passages lists [passage of a, passage of b]: passages are the "
+            "sentences of the normalised text, short ones joined (--with-text adds them). Input "
+            "as for fingerprint; it needs the texts."
         ),
     )
     _input_arguments(duplicates)
     duplicates.add_argument(
         "--with-text", action="store_true", help="add the text of each shared passage"
+    )
+    settings = duplicates.add_argument_group(
+        "verification", "the service's settings of the same names; their defaults by default"
+    )
+    settings.add_argument("--near", type=_share, help="least Jaccard similarity of a near copy")
+    settings.add_argument(
+        "--near-short", type=_share, help="the same when the shorter text has under 140 characters"
+    )
+    settings.add_argument(
+        "--partial", type=_share, help="least share of the smaller article in the other"
+    )
+    settings.add_argument(
+        "--k-max", type=int, help="largest fingerprint distance of a candidate pair"
     )
     _config_arguments(duplicates)
     duplicates.set_defaults(run=_run_duplicates)
@@ -149,6 +166,17 @@ def build_parser() -> argparse.ArgumentParser:
         _config_arguments(command)
         command.set_defaults(run=run)
     return parser
+
+
+def _share(text: str) -> float:
+    """Read a share (0 to 1) from the command line."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, not {text!r}")
+    return value
 
 
 def _input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -290,34 +318,57 @@ def _all_pairs(args: argparse.Namespace, values: np.ndarray) -> Pairs:
     return found
 
 
-def _run_duplicates(args: argparse.Namespace) -> int:
-    from dedup.engine.verify import Detector
+def content_hash(text: str) -> str:
+    """Return the hash exact copies share: the service's (Article.hash_body), whitespace runs
+    counted as one space."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
-    detector = Detector(_config(args))
+
+def _run_duplicates(args: argparse.Namespace) -> int:
+    from dedup.engine.verify import Detector, Duplicate
+
+    given = {
+        "k_article": args.k_max,
+        "near": args.near,
+        "near_short": args.near_short,
+        "partial": args.partial,
+    }
+    detector = Detector(_config(args), **{k: v for k, v in given.items() if v is not None})
     reporter = _Reporter(sys.stderr)
     rows = _progress(read_records(args.input), count_rows(args.input), "article")
-    records, features = [], []
+    records, features, verified, found = [], [], [], []
+    originals: dict[str, int] = {}
     for record in reporter.good(rows):
         if record.text is None:
             reporter.skipped += 1
             print(f"{record.id}: has no text (duplicates needs texts); skipped", file=sys.stderr)
             continue
+        i = len(records)
         records.append(record)
+        original = originals.setdefault(content_hash(record.text), i)
+        if original != i:  # as the service: an exact copy of the first, not verified again
+            found.append(Duplicate(original, i, "exact", 0, 1.0))
+            continue
+        verified.append(i)
         features.append(detector.features(record.text))
+    for d in detector.duplicates(features):
+        found.append(dataclasses.replace(d, a=verified[d.a], b=verified[d.b]))
+    found.sort(key=lambda d: (d.a, d.b))
     out = sys.stdout
-    for found in detector.duplicates(features):
-        a, b = records[found.a], records[found.b]
+    for d in found:
+        a, b = records[d.a], records[d.b]
         line = {
             "a": a.id,
             "b": b.id,
-            "kind": found.kind,
-            "distance": found.distance,
-            "similarity": found.similarity,
-            "shared_passages": [list(pair) for pair in found.shared_passages],
+            "kind": d.kind,
+            "distance": d.distance,
+            "similarity": d.similarity,
+            "shared_passages": [list(pair) for pair in d.shared_passages],
         }
         if args.with_text:
             passages_a, passages_b = detector.passages(a.text), detector.passages(b.text)
-            line["shared_text"] = [[passages_a[i], passages_b[j]] for i, j in found.shared_passages]
+            shared = d.shared_passages
+            line["shared_text"] = [[passages_a[i], passages_b[j]] for i, j in shared]
         out.write(json.dumps(line, ensure_ascii=False) + "\n")
     out.flush()
     return reporter.finish()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup.cli import EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
+from dedup.cli import EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, content_hash, main
 from dedup.engine import Config, Fingerprinter
 
 NEWS = "新华社北京1月1日电 国家主席江泽民发表1998年新年讲话，回顾过去一年的成就，展望新的世纪。"
@@ -295,3 +295,48 @@ def test_duplicates_writes_verified_pairs_with_shared_passages(tmp_path, capsys)
     assert [a for a, _ in shared] == list(range(len(shared))) and len(shared) >= 3
     for article_passage, page_passage in partial["shared_text"]:
         assert article_passage in page_passage
+
+
+def test_duplicates_reports_an_exact_copy_with_its_first_text_only(tmp_path, capsys):
+    from dedup.models import Article
+
+    news = NEWS + FARM + "今年的经济工作要坚持稳中求进，深化改革，扩大开放，保持社会稳定。"
+    copy = "  " + news.replace(" ", "\n  ") + "\n"  # the same words, other whitespace
+    edited = news.replace("成就", "成果")
+    assert content_hash(copy) == content_hash(news) == Article.hash_body(news)
+    source = write_jsonl(
+        tmp_path / "in.jsonl",
+        {"id": "news", "text": news},
+        {"id": "edited", "text": edited},
+        {"id": "copy", "text": copy},
+    )
+    code, lines, _ = run_command(capsys, "duplicates", "-i", str(source))
+    assert code == EXIT_OK
+    # As the service: the copy is an exact copy of the first text and is not compared again.
+    assert [(line["a"], line["b"], line["kind"]) for line in lines] == [
+        ("news", "edited", "near"),
+        ("news", "copy", "exact"),
+    ]
+    assert (lines[1]["distance"], lines[1]["similarity"]) == (0, 1.0)
+
+
+def test_duplicates_take_the_services_verification_settings(tmp_path, capsys):
+    news = NEWS + FARM + "今年的经济工作要坚持稳中求进，深化改革，扩大开放，保持社会稳定。"
+    source = write_jsonl(
+        tmp_path / "in.jsonl",
+        {"id": "news", "text": news},
+        {"id": "edited", "text": news.replace("成就", "成果")},
+    )
+    _, lines, _ = run_command(capsys, "duplicates", "-i", str(source))
+    similarity = lines[0]["similarity"]
+    assert similarity < 1.0
+    # Under 140 characters: near_short is the bar that applies.
+    _, lines, _ = run_command(capsys, "duplicates", "-i", str(source), "--near", "0.999")
+    assert [line["b"] for line in lines] == ["edited"]
+    strict = ["--near-short", "0.999", "--partial", "0.999"]
+    _, lines, _ = run_command(capsys, "duplicates", "-i", str(source), *strict)
+    assert lines == []
+    with pytest.raises(SystemExit) as exit_:
+        main(["duplicates", "-i", str(source), "--partial", "1.5"])
+    assert exit_.value.code == EXIT_USAGE
+    assert "must be a number from 0 to 1" in capsys.readouterr().err

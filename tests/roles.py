@@ -12,5 +12,13 @@ def group(name: str):
     from django.contrib.auth.models import Group
 
     if not Group.objects.filter(name=name).exists():
-        importlib.import_module("dedup.migrations.0002_roles").roles_create(apps, None)
+        # The migration's function clears each app's models_module when it is done (right for
+        # a migration's historical apps); on the live registry that would keep a later flush's
+        # post_migrate from making permissions again, so they are put back.
+        modules = {config: config.models_module for config in apps.get_app_configs()}
+        try:
+            importlib.import_module("dedup.migrations.0002_roles").roles_create(apps, None)
+        finally:
+            for config, module in modules.items():
+                config.models_module = module
     return Group.objects.get(name=name)

@@ -72,7 +72,19 @@ class SettingsAdmin(admin.ModelAdmin):
 
     form = SettingsForm
     fieldsets = [
-        (_("matching"), {"fields": ["threshold", "k_max", "near", "near_short", "partial"]}),
+        (
+            _("matching"),
+            {
+                "fields": [
+                    "threshold",
+                    "k_max",
+                    "near",
+                    "near_short",
+                    "partial",
+                    "partial_min_chars",
+                ]
+            },
+        ),
         (_("fingerprints"), {"fields": ["top_n", "tokenizer", "stop_words"]}),
         (_("index"), {"fields": ["capacity", "retention_days"]}),
         (_("versions"), {"fields": ["index_version", "active_version", "updated_at"]}),

@@ -60,6 +60,13 @@ class Settings(models.Model):
         validators=SHARE,
         help_text=_("when the shorter article has fewer than 140 characters"),
     )
+    partial_min_chars = models.PositiveIntegerField(
+        _("partial: least shared characters"),
+        default=60,
+        help_text=_(
+            "characters of the smaller article's own text (boilerplate aside) in the other"
+        ),
+    )
     active_version = models.CharField(max_length=120, blank=True, editable=False)
     # The fields active_version was made with (engine_config and plan), kept while a rebuild
     # moves to new ones, so that answers can still be computed the old way.
@@ -278,6 +285,8 @@ class Match(models.Model):
     distance = models.PositiveSmallIntegerField(null=True, blank=True)
     similarity = models.FloatField()
     shared_passages = models.JSONField(default=list, blank=True)
+    # Characters of the smaller article's text (boilerplate aside) found in the other.
+    shared_chars = models.PositiveIntegerField(default=0)
     version = models.CharField(max_length=120)
     found_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

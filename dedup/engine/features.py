@@ -1,25 +1,35 @@
 """What verification needs of an article, computed once: passages, shingles, passage keys.
 
+- its *units*: in scripts written without spaces (Chinese, Japanese, Thai...) each character,
+  in scripts written with spaces (Latin, Greek, Cyrillic...) each word or number. A unit
+  carries about the same information in every script (a Chinese character and an English word
+  both take about 10 bits to tell apart), so a shared gram of units means the same thing in
+  any of them; character 4-grams of English text ("tion", "ther") are shared by chance by any
+  two English texts;
 - its *passages*: the normalised text cut at sentence ends (short sentences join the next);
-- its *shingles*: the set of hashed character 4-grams of each passage (separators dropped),
-  about two Chinese words each, so they work for short texts and any script alike; 32 bits
-  each (two articles of 2,000 shingles share one by chance about once in a thousand pairs),
-  which halves what verification reads and what is stored;
+- its *shingles*: the set of hashed 4-grams of units of each passage (separators dropped),
+  about two Chinese words or four English words each; 32 bits each (two articles of 2,000
+  shingles share one by chance about once in a thousand pairs), which halves what
+  verification reads and what is stored;
 - a *passage key* per passage: the least 64-bit hash among its grams (a one-hash MinHash),
   equal for two copies of a passage, and for two edited copies as often as their shingles
   overlap.
 
-The compiled module (dedup.engine._native) makes the gram table in one pass when it is built;
-numpy makes the same one otherwise (a test compares them on any text).
+A word becomes one unit by being written as one code point of the private-use planes (15 and
+16, which normalised text never holds: normalising turns them into separators), chosen by a
+hash of the word; then the compiled module (dedup.engine._native) makes the gram table in one
+pass when it is built, and numpy the same one otherwise (a test compares them on any text).
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import sys
 from dataclasses import dataclass
 from functools import cached_property
 
+import mmh3
 import numpy as np
 
 from dedup.engine import merge
@@ -33,14 +43,57 @@ MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
 # with the WIDE flag: more than 65,536 passages), the passage keys (u8).
 _FEATURES_MAGIC = b"DDF\x00"
-FEATURES_FORMAT = 2
-_FEATURES_HEADER = struct.Struct("<4sBBQQII")
+FEATURES_FORMAT = 3  # 3: units (words of spaced scripts) and the unit count in the header
+_FEATURES_HEADER = struct.Struct("<4sBBQQIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 _PRIME_2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _ACROSS = np.uint32(0xFFFFFFFF)  # the passage of a gram across a passage boundary
 _LITTLE = sys.byteorder == "little"
+
+# Scripts written without spaces between words: one unit per character. Any other run of word
+# characters (letters, digits, "_") is a word of a spaced script: one unit.
+_UNSPACED = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
+    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003ffff"
+)
+_WORD = re.compile(rf"([^\W{_UNSPACED}]+)")
+_WORD_UNITS = 0x10FFFE - 0xF0000  # code points of planes 15 and 16, noncharacters aside
+_word_unit_cache: dict[str, str] = {}
+_WORD_UNITS_CACHED = 1 << 20
+
+
+def _word_unit(word: str) -> str:
+    """Return the one code point that stands for a word (the same in every process)."""
+    unit = _word_unit_cache.get(word)
+    if unit is None:
+        unit = chr(0xF0000 + mmh3.hash(word, signed=False) % _WORD_UNITS)
+        if len(_word_unit_cache) >= _WORD_UNITS_CACHED:
+            _word_unit_cache.clear()
+        _word_unit_cache[word] = unit
+    return unit
+
+
+def units_of(normal: str) -> list[str]:
+    """Return normalised text cut into runs: at even places text of unspaced scripts and
+    separators (one unit per character), at odd places words (one unit each)."""
+    return _WORD.split(normal)
+
+
+def as_units(normal: str) -> str:
+    """Return normalised text with every word of a spaced script written as one code point."""
+    parts = _WORD.split(normal)
+    if len(parts) > 1:
+        get = _word_unit_cache.get
+        parts[1::2] = [get(w) or _word_unit(w) for w in parts[1::2]]
+    return "".join(parts)
+
+
+def kept_characters(normal: str) -> int:
+    """Return how many characters of normalised text are not separators."""
+    return len(normal) - normal.count(",") - normal.count(" ") - normal.count("\n")
 
 
 @dataclass(frozen=True)
@@ -49,10 +102,21 @@ class Features:
 
     fingerprint: int | None  # the article's SimHash
     length: int  # characters of normalised text, separators excluded
-    shingles: np.ndarray  # sorted distinct uint32 hashes of character 4-grams
+    shingles: np.ndarray  # sorted distinct uint32 hashes of 4-grams of units
     passage_of: np.ndarray  # uint32, for each shingle the first passage it occurs in
     passage_keys: np.ndarray  # uint64, one per passage: its least 64-bit gram hash
     passage_sizes: np.ndarray  # distinct shingles first seen in each passage
+    units: int = -1  # units (characters, or words of spaced scripts); -1: as many as length
+
+    @property
+    def unit_count(self) -> int:
+        """Return the article's units (characters of unspaced scripts, words of others)."""
+        return self.length if self.units < 0 else self.units
+
+    @property
+    def characters_per_unit(self) -> float:
+        """Return the article's characters per unit: 1 in Chinese, about 5 in English."""
+        return self.length / self.unit_count if self.unit_count else 1.0
 
     @cached_property
     def half_passages(self) -> np.ndarray:
@@ -71,6 +135,7 @@ class Features:
             self.length,
             len(self.shingles),
             len(self.passage_keys),
+            self.unit_count,
         )
         return b"".join(
             [
@@ -95,7 +160,9 @@ class Features:
             )
         if len(data) < size:
             raise ValueError("packed features are truncated: recompute them")
-        _, _, flags, fingerprint, length, shingles, passages = _FEATURES_HEADER.unpack_from(data)
+        _, _, flags, fingerprint, length, shingles, passages, units = _FEATURES_HEADER.unpack_from(
+            data
+        )
         of = "<u4" if flags & _WIDE else "<u2"
         if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8:
             raise ValueError("packed features are truncated or too long: recompute them")
@@ -116,23 +183,26 @@ class Features:
             passage_of=passage_of,
             passage_keys=take("<u8", passages, np.uint64),
             passage_sizes=np.bincount(passage_of, minlength=passages),
+            units=units,
         )
 
 
 def features_of(fingerprint: int | None, normal: str) -> Features:
     """Return an article's features from its passage-marked normalised text (see
     Detector.fingerprint_and_features)."""
+    length = kept_characters(normal)
+    units = as_units(normal)
     if merge._native is not None:
-        return _features_native(fingerprint, normal)
-    return _features_numpy(fingerprint, normal)
+        return _features_native(fingerprint, units, length)
+    return _features_numpy(fingerprint, units, length)
 
 
-def _features_numpy(fingerprint: int | None, normal: str) -> Features:
-    """Return an article's features from its normalised text, with numpy."""
+def _features_numpy(fingerprint: int | None, normal: str, characters: int) -> Features:
+    """Return an article's features from its normalised text in units, with numpy."""
     codes, lengths = _codes_and_passages(normal)
     n = len(codes) - GRAM + 1
     if n <= 0:
-        return _no_features(fingerprint, len(codes))
+        return _no_features(fingerprint, characters, len(codes))
     # Few numpy calls, each on the whole article: between two articles' word cuts the
     # CPU caches are cold, and there a call costs more than its elements.
     grams = _gram_hashes(codes, n)
@@ -162,22 +232,23 @@ def _features_numpy(fingerprint: int | None, normal: str) -> Features:
     passage_of = passages[first]
     return Features(
         fingerprint=fingerprint,
-        length=len(codes),
+        length=characters,
         shingles=values[first],
         passage_of=passage_of,
         passage_keys=keys,
         passage_sizes=np.bincount(passage_of, minlength=count),
+        units=len(codes),
     )
 
 
-def _features_native(fingerprint: int | None, normal: str) -> Features:
+def _features_native(fingerprint: int | None, normal: str, length: int) -> Features:
     """Return what _features_numpy returns, the gram table made by the compiled module."""
     least = MIN_PASSAGE_GRAMS + GRAM - 1
     packed = np.empty(max(len(normal) - GRAM + 1, 1), np.uint64)
     keys = np.empty(len(normal) // least + 2, np.uint64)
-    length, n, count = merge._native.grams(normal, least, packed, keys)
+    units, n, count = merge._native.grams(normal, least, packed, keys)
     if n <= 0:
-        return _no_features(fingerprint, length)
+        return _no_features(fingerprint, length, units)
     packed = packed[:n]
     packed.sort()
     shingles, passage_of = np.empty(n, np.uint32), np.empty(n, np.uint32)
@@ -190,13 +261,16 @@ def _features_native(fingerprint: int | None, normal: str) -> Features:
         passage_of=passage_of,
         passage_keys=keys[:count],
         passage_sizes=np.bincount(passage_of, minlength=count),
+        units=units,
     )
 
 
-def _no_features(fingerprint: int | None, length: int) -> Features:
-    """Return the features of a text of fewer than GRAM code points (separators aside)."""
+def _no_features(fingerprint: int | None, length: int, units: int) -> Features:
+    """Return the features of a text of fewer than GRAM units (separators aside)."""
     none = np.empty(0, np.uint32)
-    return Features(fingerprint, length, none, none, np.empty(0, np.uint64), np.empty(0, np.intp))
+    return Features(
+        fingerprint, length, none, none, np.empty(0, np.uint64), np.empty(0, np.intp), units
+    )
 
 
 def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:

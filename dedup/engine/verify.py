@@ -8,13 +8,22 @@ Candidate pairs come from the segment index twice: article fingerprints within `
 and equal passage keys (a repost inside a bigger page keeps its passages even when the page's
 fingerprint drifts far). Every candidate is verified on the shingle sets, by merging the two
 sorted arrays (dedup.engine.merge): *near* when their Jaccard similarity reaches `near`,
-*partial* when a large share of the smaller one is contained in the other (`partial`); the
-shared passages say where.
+*partial* when a large share of the smaller one is contained in the other (`partial`) and the
+shared text is long enough (`min_chars`, in characters of that text); the shared passages say
+where.
+
+*Boilerplate* is learned from the collection: a passage whose key many articles hold (a
+footer, a menu, a disclaimer, a template's fixed sentence) counts neither as evidence nor
+toward similarity when both articles hold it as boilerplate (see `PassageOwners`). Whether
+a passage is boilerplate depends on the article: in an article whose own text is held by
+one or two articles, a passage held by fifty is its wrapper; in one of fifty copies of a
+popular story, the story's passages are held by fifty and are its text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,16 +35,21 @@ from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine
     GRAM,
     Features,
     _codes_and_passages,
+    as_units,
     features_of,
+    units_of,
 )
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
-from dedup.engine.merge import partial_passages, shared_counts
+from dedup.engine.merge import partial_passages, shared_count, shared_counts
 from dedup.engine.pairs import pairs, pairs_within_runs
 from dedup.engine.text import junk_share, normalise, strip_html
 
 # Sentence ends get a blank line after them before normalising: normalised text keeps blank
 # lines, so passages can be cut there.
 _SENTENCE_ENDS = "。！？；!?;"
+# A full stop ends a sentence of a spaced script where a word (not a number, as in "3.14" or
+# "v2.") ends before it and a space follows.
+_FULL_STOP = re.compile(r"(?<=[^\W\d_]{2})\.(?=\s)")
 # Passages shared by more articles than this are boilerplate (navigation, footers): not used
 # to find candidates, so that one template cannot make every page a candidate of every other.
 MAX_PASSAGE_OWNERS = 20
@@ -43,6 +57,37 @@ MAX_PASSAGE_OWNERS = 20
 # out) is near at a lower Jaccard (`near_short`): one changed sentence of a 100-character text
 # changes a third of its shingles. Measured on the detection corpus (README).
 SHORT = 140
+# A passage is boilerplate in an article when at least BOILERPLATE_OWNERS articles hold its
+# key and at least BOILERPLATE_RATIO times as many as hold the article's least-held passage
+# (its own text): see PassageOwners.
+BOILERPLATE_OWNERS = 5
+BOILERPLATE_RATIO = 3
+
+# How many articles hold each of some passage keys (uint64 -> int64 counts, at least 1 for a
+# key the article itself holds); None where nothing is known, and nothing is boilerplate.
+PassageOwners = Callable[[np.ndarray], np.ndarray]
+
+
+def passage_owners_of(features: Sequence[Features]) -> PassageOwners:
+    """Return a PassageOwners of a collection: each key's holders among these articles."""
+    keys = [np.unique(f.passage_keys) for f in features]
+    values, counts = np.unique(np.concatenate(keys or [np.empty(0, np.uint64)]), return_counts=True)
+
+    def owners(wanted: np.ndarray) -> np.ndarray:
+        at = np.minimum(np.searchsorted(values, wanted), max(len(values) - 1, 0))
+        found = values[at] == wanted if len(values) else np.zeros(len(wanted), bool)
+        return np.where(found, counts[at] if len(values) else 0, 1).astype(np.int64)
+
+    return owners
+
+
+def boilerplate_passages(features: Features, owners: np.ndarray) -> np.ndarray:
+    """Return the mask of an article's passages that are boilerplate in it, from how many
+    articles hold each of its passage keys (`owners`, in passage order)."""
+    if not len(owners):
+        return np.zeros(0, bool)
+    own = int(owners.min())  # the article's own text: its least-held passage
+    return owners >= max(BOILERPLATE_OWNERS, BOILERPLATE_RATIO * own)
 
 
 @dataclass(frozen=True)
@@ -55,6 +100,7 @@ class Duplicate:
     distance: int | None  # Hamming distance of the article fingerprints
     similarity: float  # Jaccard for near; containment of the smaller article for partial
     shared_passages: list[tuple[int, int]] = field(default_factory=list)  # partial only
+    shared_chars: int = 0  # characters of the smaller article's text in the other (estimated)
 
 
 class Detector:
@@ -68,7 +114,7 @@ class Detector:
         near: float = 0.4,
         partial: float = 0.4,
         near_short: float = 0.2,  # near, when the shorter article is under SHORT characters
-        min_shared: int = 60,  # shared shingles (about characters) a partial copy needs
+        min_chars: int = 60,  # characters of shared text (boilerplate aside) a partial needs
     ) -> None:
         self.fingerprinter = Fingerprinter(config)
         self.config = self.fingerprinter.config
@@ -76,7 +122,7 @@ class Detector:
         self.near = near
         self.partial = partial
         self.near_short = near_short
-        self.min_shared = min_shared
+        self.min_chars = min_chars
         self._config_no_html = self.config.replace(strip_html=False)
 
     # --- features ---------------------------------------------------------------------------
@@ -86,6 +132,8 @@ class Detector:
         for end in _SENTENCE_ENDS:
             if end in marked:
                 marked = marked.replace(end, end + "\n\n")
+        if ". " in marked or ".\n" in marked or ".\t" in marked:
+            marked = _FULL_STOP.sub(".\n\n", marked)
         return normalise(marked, self._config_no_html)
 
     def _fingerprint(self, text: str, normal: str) -> Fingerprint:
@@ -102,12 +150,23 @@ class Detector:
     def passages(self, text: str) -> list[str]:
         """Return a text's passages, normalised, numbered as in `Duplicate.shared_passages`."""
         normal = self._normalised_passages(text)
-        _, lengths = _codes_and_passages(normal)
-        codes = np.frombuffer(normal.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        where = np.flatnonzero(_KEPT.take(codes, mode="clip"))  # kept code points in the text
+        units = as_units(normal)
+        _, lengths = _codes_and_passages(units)
+        # Where each unit of `units` starts and ends in `normal` (a word is one unit).
+        starts, ends_at, at = [], [], 0
+        for i, part in enumerate(units_of(normal)):
+            if i % 2:
+                starts.append(at)
+                ends_at.append(at + len(part))
+            else:
+                starts += range(at, at + len(part))
+                ends_at += range(at + 1, at + len(part) + 1)
+            at += len(part)
+        codes = np.frombuffer(units.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        where = np.flatnonzero(_KEPT.take(codes, mode="clip"))  # kept units in the text
         ends = np.cumsum(lengths, dtype=np.int64)
         return [
-            normal[int(where[end - length]) : int(where[end - 1]) + 1].replace("\n", " ")
+            normal[starts[where[end - length]] : ends_at[where[end - 1]]].replace("\n", " ")
             for end, length in zip(ends.tolist(), lengths, strict=True)
         ]
 
@@ -150,15 +209,30 @@ class Detector:
         unique = np.unique(both[:, 0] * len(features) + both[:, 1])
         return np.stack([unique // len(features), unique % len(features)], axis=1)
 
-    def judge(self, a: int, b: int, fa: Features, fb: Features) -> Duplicate | None:
+    def judge(
+        self,
+        a: int,
+        b: int,
+        fa: Features,
+        fb: Features,
+        owners: Boilerplate | PassageOwners | None = None,
+    ) -> Duplicate | None:
         """Verify one candidate pair; return the verdict, or None if they are not duplicates."""
-        found = self.judge_many(a, fa, [(b, fb)])
+        found = self.judge_many(a, fa, [(b, fb)], owners)
         return found[0] if found else None
 
     def judge_many(
-        self, a: int, fa: Features, others: Sequence[tuple[int, Features]]
+        self,
+        a: int,
+        fa: Features,
+        others: Sequence[tuple[int, Features]],
+        owners: Boilerplate | PassageOwners | None = None,
     ) -> list[Duplicate]:
-        """Verify one article against its candidates at once; return the duplicates, in order."""
+        """Verify one article against its candidates at once; return the duplicates, in order.
+        With `owners` (how many articles hold each passage key), boilerplate that both
+        articles hold counts neither as evidence nor toward similarity."""
+        if owners is not None and not isinstance(owners, Boilerplate):
+            owners = Boilerplate(owners)
         if not others:
             return []
         # How many shingles each candidate shares with the article: one merge each, all in
@@ -166,33 +240,58 @@ class Detector:
         x = fa.shingles
         counts = shared_counts(x, [fb.shingles for _, fb in others])
         found = []
-        partial, min_shared = self.partial, self.min_shared
         near_a = self.near_short if fa.length < SHORT else self.near
         for (b, fb), shared in zip(others, counts, strict=True):
             if not shared:
                 continue
             near = self.near_short if fb.length < SHORT else near_a
-            size = len(fb.shingles)
-            small, big = (len(x), size) if len(x) <= size else (size, len(x))
-            jaccard = shared / (small + big - shared)
-            containment = shared / small
-            contained = containment >= partial and shared >= min_shared
-            if contained and big >= 1.5 * small:  # one article inside a bigger page
-                kind, similarity = "partial", containment
-            elif jaccard >= near:
-                kind, similarity = "near", jaccard
-            elif contained:
-                kind, similarity = "partial", containment
-            else:
-                continue
+            size_a, size_b = len(x), len(fb.shingles)
+            verdict = self._verdict(fa, fb, shared, size_a, size_b, near)
+            if verdict is None:
+                continue  # boilerplate left out, it would only share less
+            common = owners.common(fa, fb) if owners is not None else None
+            if common is not None:  # boilerplate both hold: as if neither had it
+                held = shared_count(common[0], common[1])
+                verdict = self._verdict(fa, fb, shared - held, size_a - held, size_b - held, near)
+                if verdict is None:
+                    continue
+            kind, similarity, chars = verdict
             distance = None
             if fa.fingerprint is not None and fb.fingerprint is not None:
                 distance = (fa.fingerprint ^ fb.fingerprint).bit_count()
             # Shared passages say where a partial copy sits; a near copy shares (nearly) all
             # of them, which a side-by-side diff shows better, so they are left out there.
-            passages = partial_passages(fa, fb) if kind == "partial" else []
-            found.append(Duplicate(a, b, kind, distance, round(similarity, 4), passages))
+            passages = []
+            if kind == "partial":
+                passages = partial_passages(fa, fb)
+                if common is not None:  # boilerplate is no evidence
+                    held = np.fromiter(common[2], np.uint64, len(common[2]))
+                    in_a, in_b = np.isin(fa.passage_keys, held), np.isin(fb.passage_keys, held)
+                    passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
+            found.append(
+                Duplicate(a, b, kind, distance, round(similarity, 4), passages, shared_chars=chars)
+            )
         return found
+
+    def _verdict(
+        self, fa: Features, fb: Features, shared: int, size_a: int, size_b: int, near: float
+    ) -> tuple[str, float, int] | None:
+        """Return (kind, similarity, shared characters) of a pair from its shingle counts."""
+        if shared <= 0:
+            return None
+        small, big = (size_a, size_b) if size_a <= size_b else (size_b, size_a)
+        jaccard = shared / (small + big - shared)
+        containment = shared / small
+        per_unit = (fa if size_a <= size_b else fb).characters_per_unit
+        chars = round(shared * per_unit)
+        contained = containment >= self.partial and chars >= self.min_chars
+        if contained and big >= 1.5 * small:  # one article inside a bigger page
+            return "partial", containment, chars
+        if jaccard >= near:
+            return "near", jaccard, chars
+        if contained:
+            return "partial", containment, chars
+        return None
 
     def least_similarity(self, length: int, sizes: np.ndarray) -> np.ndarray:
         """Return, for an article of `length` characters and candidates of `sizes` shingles,
@@ -206,19 +305,88 @@ class Detector:
         )
 
     def duplicates(self, features: list[Features]) -> list[Duplicate]:
-        """Return every verified duplicate pair among the articles, each once, in order."""
-        return self.verify(features, self.candidates(features))
+        """Return every verified duplicate pair among the articles, each once, in order;
+        boilerplate is learned from these articles' passages."""
+        owners = Boilerplate(passage_owners_of(features))
+        return self.verify(features, self.candidates(features), owners)
 
-    def verify(self, features: list[Features], pairs_: np.ndarray) -> list[Duplicate]:
+    def verify(
+        self,
+        features: list[Features],
+        pairs_: np.ndarray,
+        owners: Boilerplate | PassageOwners | None = None,
+    ) -> list[Duplicate]:
         """Verify candidate pairs (a < b, sorted by a, as from `candidates`); return the
         duplicates, in order."""
         found: list[Duplicate] = []
         if not len(pairs_):
             return found
+        if owners is not None and not isinstance(owners, Boilerplate):
+            owners = Boilerplate(owners)
         starts = np.flatnonzero(np.diff(pairs_[:, 0], prepend=-1))
         ends = np.append(starts[1:], len(pairs_))
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
             a = int(pairs_[start, 0])
             others = [(b, features[b]) for b in pairs_[start:end, 1].tolist()]
-            found += self.judge_many(a, features[a], others)
+            found += self.judge_many(a, features[a], others, owners)
         return found
+
+
+class Boilerplate:
+    """Which passages are boilerplate in each article, from how many articles hold their keys
+    (a PassageOwners); worked out once per article (kept while this object lives)."""
+
+    def __init__(self, owners: PassageOwners) -> None:
+        self.owners = owners
+        self._memo: dict[int, tuple[Features, dict[int, np.ndarray]]] = {}
+        self._unions: dict[tuple, tuple[Features, np.ndarray]] = {}
+
+    def shingles(self, features: Features) -> dict[int, np.ndarray]:
+        """Return, for each passage key that is boilerplate in an article, the shingles of
+        the article first seen in its passages with that key (sorted)."""
+        found = self._memo.get(id(features))
+        if found is not None and found[0] is features:
+            return found[1]
+        by_key: dict[int, np.ndarray] = {}
+        if len(features.passage_keys):
+            mask = boilerplate_passages(features, self.owners(features.passage_keys))
+            if mask.any():
+                # The boilerplate shingles grouped by their passage's key, in shingle order.
+                inside = mask[features.passage_of]
+                keys = features.passage_keys[features.passage_of[inside]]
+                values = features.shingles[inside]
+                order = np.argsort(keys, kind="stable")
+                keys, values = keys[order], values[order]
+                starts = np.flatnonzero(np.diff(keys, prepend=~keys[:1])).tolist()
+                for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
+                    by_key[int(keys[start])] = values[start:end]
+        self._memo[id(features)] = (features, by_key)
+        return by_key
+
+    def keys(self, features: Features) -> frozenset[int]:
+        """Return the keys of an article's passages that are boilerplate in it."""
+        return frozenset(self.shingles(features))
+
+    def common(self, fa: Features, fb: Features) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """Return the shingles of a's and of b's passages that are boilerplate in both, and
+        the keys of those passages; or None when there are none."""
+        mine = self.shingles(fa)
+        if not mine:
+            return None
+        theirs = self.shingles(fb)
+        keys = [key for key in mine if key in theirs]
+        if not keys:
+            return None
+        return self._union(fa, mine, keys), self._union(fb, theirs, keys), keys
+
+    def _union(self, features: Features, by_key: dict[int, np.ndarray], keys: list[int]):
+        if len(keys) == 1:
+            return by_key[keys[0]]
+        # An article meets the same few sets of boilerplate (its site's) again and again.
+        which = (id(features), tuple(sorted(keys)))
+        union = self._unions.get(which)
+        if union is None or union[0] is not features:
+            # Each shingle has one (first) passage: the parts are disjoint, a sort merges them.
+            union = (features, np.sort(np.concatenate([by_key[k] for k in keys])))
+            self._unions[which] = union
+        return union[1]

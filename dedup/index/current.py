@@ -34,6 +34,7 @@ def detector_for(settings: Settings) -> Detector:
         settings.near,
         settings.partial,
         settings.near_short,
+        settings.partial_min_chars,
     )
     with _detectors_lock:
         detector = _detectors.get(key)
@@ -44,6 +45,7 @@ def detector_for(settings: Settings) -> Detector:
                 near=settings.near,
                 partial=settings.partial,
                 near_short=settings.near_short,
+                min_chars=settings.partial_min_chars,
             )
             _detectors[key] = detector
         return detector

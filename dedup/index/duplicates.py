@@ -12,7 +12,8 @@ from django.db import connection
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine import screen
-from dedup.engine.verify import Detector, Duplicate, Features
+from dedup.engine.verify import Boilerplate, Detector, Duplicate, Features
+from dedup.index.boilerplate import StoredOwners
 from dedup.index.caches import (
     _cached,
     _features_cache,
@@ -87,8 +88,10 @@ def duplicates_find(
     With an article id, each duplicate is oriented so that `a` is the lower id (its shared
     passages too); without one (a text being checked), `a` is the text, numbered 0.
     """
+    candidates = list(candidates)
     stored = features_load(article_ids=candidates, version=version)
-    return _judge(article_id, features, candidates, stored, detector)
+    owners = _owners_for([(features, candidates)], stored, version)
+    return _judge(article_id, features, candidates, stored, detector, owners)
 
 
 def duplicates_find_many(
@@ -123,13 +126,18 @@ def duplicates_find_many(
             | {b for b in some if b not in sketches}
         )
     stored = features_load(article_ids=set().union(*passing), version=version)
+    owners = _owners_for(
+        [(features, some) for (_, features), some in zip(queries, passing, strict=True)],
+        stored,
+        version,
+    )
     if counts is not None:
         counts["candidates"] = counts.get("candidates", 0) + sum(map(len, candidates))
         counts["verified"] = counts.get("verified", 0) + sum(map(len, passing))
     results: list[list[Duplicate] | Exception] = []
     for (article_id, features), some in zip(queries, passing, strict=True):
         try:
-            results.append(_judge(article_id, features, some, stored, detector))
+            results.append(_judge(article_id, features, some, stored, detector, owners))
         except Exception as error:  # one article's bad features must not sink the chunk
             results.append(error)
     return results
@@ -148,12 +156,35 @@ def sketches_load(*, article_ids: Iterable[int], version: str) -> dict[int, tupl
     return loaded
 
 
-def _judge(article_id, features, candidates, stored, detector) -> list[Duplicate]:
+def _owners_for(
+    queries: Sequence[tuple[Features, Iterable[int]]], stored: dict[int, Features], version: str
+) -> Boilerplate:
+    """Return the boilerplate of these queries and their stored candidates, the owners of
+    their passage keys read in two statements: the queries' keys, then the keys of the
+    candidates that hold a passage the query holds as boilerplate."""
+    owners = StoredOwners(version)
+    owners.prefetch(features.passage_keys for features, _ in queries)
+    boilerplate = Boilerplate(owners)
+    wanted = []
+    for features, some in queries:
+        mine = boilerplate.keys(features)
+        if not mine:
+            continue
+        boiler = np.fromiter(mine, np.uint64, len(mine))
+        for b in some:
+            theirs = stored.get(b)
+            if theirs is not None and np.isin(boiler, theirs.passage_keys).any():
+                wanted.append(theirs.passage_keys)
+    owners.prefetch(wanted)
+    return boilerplate
+
+
+def _judge(article_id, features, candidates, stored, detector, owners) -> list[Duplicate]:
     others = sorted((b, stored[b]) for b in candidates if b in stored)
     if not others:
         return []
     me = article_id if article_id is not None else 0
-    found = detector.judge_many(me, features, others)
+    found = detector.judge_many(me, features, others, owners)
     if article_id is None:
         return found
     return [d if d.a < d.b else _flip(d) for d in found]
@@ -167,6 +198,7 @@ def _flip(d: Duplicate) -> Duplicate:
         distance=d.distance,
         similarity=d.similarity,
         shared_passages=[(y, x) for x, y in d.shared_passages],
+        shared_chars=d.shared_chars,
     )
 
 
@@ -180,6 +212,7 @@ def match_rows(duplicates: Iterable[Duplicate], *, version: str) -> list[Match]:
             distance=d.distance,
             similarity=float(d.similarity),
             shared_passages=[[int(x), int(y)] for x, y in d.shared_passages],
+            shared_chars=d.shared_chars,
             version=version,
         )
         for d in duplicates

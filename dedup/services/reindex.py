@@ -27,7 +27,7 @@ from dedup.models import (
 from dedup.services.processing import _matches_find
 
 EDITABLE = ("threshold", "k_max", "capacity", "top_n", "tokenizer", "retention_days",
-            "stop_words", "near", "partial", "near_short")  # fmt: skip
+            "stop_words", "near", "partial", "near_short", "partial_min_chars")  # fmt: skip
 
 
 def settings_update(**fields) -> RebuildJob | None:

@@ -26,7 +26,8 @@ def reference(detector: Detector, text: str) -> dict:
     shingles: dict[int, int] = {}  # shingle -> first passage
     keys = []
     for number, passage in enumerate(detector.passages(text)):
-        chars = [ord(c) for c in passage if c not in ", \n"]
+        # A word of a spaced script is one unit (one code point of the private-use planes).
+        chars = [ord(c) for c in engine_features.as_units(passage) if c not in ", \n"]
         hashes = []
         for i in range(len(chars) - engine_features.GRAM + 1):
             c0, c1, c2, c3 = chars[i : i + engine_features.GRAM]
@@ -149,7 +150,9 @@ def judge_by_sets(detector: Detector, fa: Features, fb: Features):
         return None
     jaccard = len(shared) / (small + big - len(shared))
     containment = len(shared) / small
-    contained = containment >= detector.partial and len(shared) >= detector.min_shared
+    smaller = fa if len(x) <= len(y) else fb
+    chars = round(len(shared) * smaller.characters_per_unit)
+    contained = containment >= detector.partial and chars >= detector.min_chars
     if contained and big >= 1.5 * small:
         kind, similarity = "partial", containment
     elif jaccard >= (detector.near_short if min(fa.length, fb.length) < SHORT else detector.near):

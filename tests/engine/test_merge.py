@@ -137,8 +137,16 @@ def test_the_compiled_merges_refuse_wrong_arguments():
 NORMAL = st.text(alphabet=st.sampled_from([*"中文字新闻稿件一二三四abcd,, \n\n\n。", "\ud800"]))
 
 
+def _units(normal: str) -> tuple[str, int]:
+    return engine_features.as_units(normal), engine_features.kept_characters(normal)
+
+
 def assert_same_features(got: Features, expected: Features) -> None:
-    assert (got.fingerprint, got.length) == (expected.fingerprint, expected.length)
+    assert (got.fingerprint, got.length, got.units) == (
+        expected.fingerprint,
+        expected.length,
+        expected.units,
+    )
     for name in ("shingles", "passage_of", "passage_keys", "passage_sizes"):
         a, b = getattr(got, name), getattr(expected, name)
         assert a.dtype == b.dtype and a.tolist() == b.tolist(), name
@@ -150,8 +158,8 @@ def test_the_compiled_gram_table_equals_numpy_on_any_text(normal, fingerprint):
     # Any string, not only normalised text: separators in runs, empty lines, a lone surrogate,
     # fewer code points than a gram.
     assert_same_features(
-        engine_features._features_native(fingerprint, normal),
-        engine_features._features_numpy(fingerprint, normal),
+        engine_features._features_native(fingerprint, *_units(normal)),
+        engine_features._features_numpy(fingerprint, *_units(normal)),
     )
 
 

@@ -1,0 +1,97 @@
+"""Boilerplate learned from the stored articles: how many articles hold each passage key.
+
+A passage many articles hold (a footer, a menu, a disclaimer, a template's fixed sentence) is
+boilerplate in an article whose own text is held by few (dedup.engine.verify
+boilerplate_passages); verification leaves out what two articles both hold as boilerplate.
+Counts stop at OWNERS_COUNTED: a passage held by more is boilerplate in any article but one
+of that many copies of a story, and telling those apart needs no exact count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from django.db import connection
+from django.db.models import Count
+
+from dedup.db import int_array, pg_cursor
+from dedup.engine.verify import boilerplate_passages as passages_boilerplate_in
+from dedup.models import PassageKey
+
+OWNERS_COUNTED = 64
+
+
+class StoredOwners:
+    """How many stored articles hold each passage key under a version (a PassageOwners for
+    Detector.judge_many): counts read in one statement per `prefetch`, kept for its life."""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self.counts: dict[int, int] = {}
+
+    def prefetch(self, keys: Iterable[np.ndarray]) -> None:
+        """Read the counts of these passage keys (uint64 arrays) that are not known yet."""
+        wanted = {int(k) for some in keys for k in np.asarray(some, np.uint64).view(np.int64)}
+        wanted.difference_update(self.counts)
+        if not wanted:
+            return
+        found = passage_owner_counts(sorted(wanted), self.version)
+        for key in wanted:
+            self.counts[key] = max(found.get(key, 0), 1)
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        keys = np.asarray(keys, np.uint64)
+        self.prefetch([keys])
+        get = self.counts.__getitem__
+        return np.array([get(k) for k in keys.view(np.int64).tolist()], dtype=np.int64)
+
+
+def passage_owner_counts(keys: list[int], version: str) -> dict[int, int]:
+    """Return how many articles hold each passage key (signed), up to OWNERS_COUNTED."""
+    if not keys:
+        return {}
+    if connection.vendor == "postgresql":
+        with pg_cursor() as cursor:
+            cursor.execute(
+                """
+                SELECT q.key, (
+                    SELECT count(*) FROM (
+                        SELECT DISTINCT article_id FROM dedup_passagekey
+                        WHERE version = %s AND key = q.key
+                        ORDER BY article_id
+                        LIMIT %s
+                    ) AS p
+                )
+                FROM unnest(%s::bigint[]) AS q(key)
+                """,
+                [version, OWNERS_COUNTED, int_array(keys)],
+                binary=True,
+            )
+            return dict(cursor.fetchall())
+    counts: dict[int, int] = {}
+    for start in range(0, len(keys), 500):
+        rows = (
+            PassageKey.objects.filter(version=version, key__in=keys[start : start + 500])
+            .values("key")
+            .annotate(owners=Count("article", distinct=True))
+            .values_list("key", "owners")
+        )
+        counts.update({key: min(n, OWNERS_COUNTED) for key, n in rows})
+    return counts
+
+
+def boilerplate_passages(article_ids: Iterable[int], version: str) -> dict[int, dict[int, int]]:
+    """Return, for each article with stored features under a version, its boilerplate
+    passages: passage number -> how many articles hold it (at most OWNERS_COUNTED)."""
+    from dedup.index.duplicates import features_load  # duplicates imports this module
+
+    features = features_load(article_ids=list(article_ids), version=version)
+    owners = StoredOwners(version)
+    owners.prefetch(f.passage_keys for f in features.values())
+    found: dict[int, dict[int, int]] = {}
+    for article_id, f in features.items():
+        counts = owners(f.passage_keys)
+        mask = passages_boilerplate_in(f, counts)
+        found[article_id] = {int(p): int(counts[p]) for p in np.flatnonzero(mask)}
+    return found

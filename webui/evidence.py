@@ -1,5 +1,14 @@
 """What the compare page shows of two articles: their text (an HTML page as its text), the
-differences, and the evidence: the passages they share, as their authors wrote them."""
+differences, and the evidence: the passages they share, as their authors wrote them, with
+boilerplate (passages many articles hold: footers, menus, disclaimers) folded and labelled,
+never counted as evidence nor highlighted as a difference.
+
+Boilerplate is learned per article (dedup.index.boilerplate): in a page whose own text few
+articles hold, a story held by a dozen copies is boilerplate too. So, as verification does, a
+pair sets aside what both hold as boilerplate, and what one holds as boilerplate and the other
+lacks (its wrapper); a passage one holds as boilerplate and the other as its own text is
+evidence, shown and compared.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +19,10 @@ from functools import cached_property
 from dedup.engine.spans import passage_spans
 from dedup.engine.text import strip_html
 from dedup.engine.verify import Detector
+from dedup.index import features_load
+from dedup.index.boilerplate import OWNERS_COUNTED, boilerplate_passages
 from dedup.models import Article, Match
-from webui.diff import Diff, text_diff
+from webui.diff import Aside, Diff, text_diff
 
 SHARED_SHOWN = 200  # a partial copy lists at most this many shared passages
 _BLANK_LINES = re.compile(r"\n[^\S\n]*(?:\n[^\S\n]*)+\n")
@@ -26,10 +37,11 @@ def as_text(text: str) -> str:
 class _Shown:
     """One article as the page shows it, with its passages found in its text."""
 
-    def __init__(self, detector: Detector, article: Article):
+    def __init__(self, detector: Detector, article: Article, boilerplate: dict[int, int]):
         self.detector = detector
         self.body = article.body
         self.text = as_text(article.body)
+        self.boilerplate = boilerplate  # passage number -> articles that hold it
 
     @cached_property
     def searched(self) -> str:
@@ -49,6 +61,22 @@ class _Shown:
         text = self.searched[start:end]
         return text if self.detector.config.strip_html else as_text(text)
 
+    def aside(self) -> list[Aside]:
+        """Return the boilerplate's stretches of the text, neighbouring passages joined."""
+        if not self.boilerplate or not self.detector.config.strip_html:
+            return []  # passages are found in the page's text only when markup is stripped
+        out: list[list[int]] = []
+        for number in sorted(self.boilerplate):
+            if number >= len(self.spans):
+                break
+            start, end = self.spans[number]
+            owners = self.boilerplate[number]
+            if out and out[-1][3] == number - 1:
+                out[-1][1:] = [end, min(out[-1][2], owners), number]
+            else:
+                out.append([start, end, owners, number])
+        return [(start, end, owners) for start, end, owners, _ in out]
+
 
 @dataclass(frozen=True)
 class SharedPassage:
@@ -57,16 +85,49 @@ class SharedPassage:
     left: int  # passage numbers, as Detector.passages numbers them
     right: int
     diff: Diff
+    owners: int  # boilerplate in both articles: the fewer articles holding it; else 0
 
 
-def pair_evidence(detector: Detector, left: Article, right: Article, match: Match | None) -> dict:
-    """Return the page's diff of the two texts and the passages they share."""
-    a, b = _Shown(detector, left), _Shown(detector, right)
+def boilerplate_of_pair(left: int, right: int, version: str) -> tuple[dict, dict]:
+    """Return the passages two articles set aside as boilerplate when compared (passage
+    number -> articles that hold it), each article's."""
+    found = boilerplate_passages([left, right], version)
+    if not found.get(left) and not found.get(right):
+        return {}, {}
+    features = features_load(article_ids=[left, right], version=version)
+    if left not in features or right not in features:
+        return found.get(left, {}), found.get(right, {})
+    keys = {n: features[n].passage_keys.tolist() for n in (left, right)}
+    boiler_keys = {n: {keys[n][p] for p in found.get(n, {})} for n in (left, right)}
+
+    def aside(me: int, other: int) -> dict[int, int]:
+        held = set(keys[other])
+        return {
+            p: owners
+            for p, owners in found.get(me, {}).items()
+            if keys[me][p] not in held or keys[me][p] in boiler_keys[other]
+        }
+
+    return aside(left, right), aside(right, left)
+
+
+def pair_evidence(
+    detector: Detector, left: Article, right: Article, match: Match | None, version: str
+) -> dict:
+    """Return the page's diff of the two texts, the shared passages that are evidence and
+    those that are boilerplate in both, and the count of articles that makes boilerplate
+    "or more"."""
+    aside_left, aside_right = boilerplate_of_pair(left.id, right.id, version)
+    a = _Shown(detector, left, aside_left)
+    b = _Shown(detector, right, aside_right)
     config = detector.config
+    shared = _shared(a, b, left.id != match.a_id, match) if match else []
     return {
-        "diff": text_diff(a.text, b.text, config),
+        "diff": text_diff(a.text, b.text, config, (a.aside(), b.aside())),
         "title_diff": text_diff(as_text(left.title), as_text(right.title), config),
-        "shared": _shared(a, b, left.id != match.a_id, match) if match else [],
+        "shared": [p for p in shared if not p.owners],
+        "shared_boilerplate": [p for p in shared if p.owners],
+        "owners_counted": OWNERS_COUNTED,
     }
 
 
@@ -79,5 +140,6 @@ def _shared(a: _Shown, b: _Shown, flipped: bool, match: Match) -> list[SharedPas
         first, second = a.passage(i), b.passage(j)
         if first is None or second is None:
             continue
-        out.append(SharedPassage(i, j, text_diff(first, second, a.detector.config)))
+        owners = min(a.boilerplate.get(i, 0), b.boilerplate.get(j, 0))
+        out.append(SharedPassage(i, j, text_diff(first, second, a.detector.config), owners))
     return out

@@ -399,10 +399,11 @@ def _detector(config) -> Detector:
 
 def compare_context(left: Article, right: Article, settings: Settings) -> dict:
     """Gather two articles as text (HTML stripped), their word-level differences and the
-    passages they share."""
+    passages they share, boilerplate folded."""
     lo, hi = sorted((left.id, right.id))
     match = Match.objects.filter(a_id=lo, b_id=hi).first()
     detector = _detector(settings.active().engine_config())
+    version = settings.active_version or settings.index_version  # the features' version
     latest = pair_latest(lo, hi)
     return {
         "left": left,
@@ -410,7 +411,7 @@ def compare_context(left: Article, right: Article, settings: Settings) -> dict:
         "left_url": _web_url(left.url),
         "right_url": _web_url(right.url),
         "match": match,
-        **evidence.pair_evidence(detector, left, right, match),
+        **evidence.pair_evidence(detector, left, right, match, version),
         "decision": latest,
         "seen": latest.id if latest else 0,
     }

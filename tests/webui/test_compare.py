@@ -1,4 +1,4 @@
-"""The compare page's evidence: text as written, HTML as text, a Traditional copy unchanged."""
+"""The compare page's evidence: text as written, HTML as text, boilerplate folded and labelled."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import opencc
 import pytest
 from django.test import Client
 
+from dedup import services
 from dedup.models import Article, Match
 from tests import roles
-from tests.texts import ARTICLE, PAGE
+from tests.texts import ARTICLE, OTHER, PAGE, stranger
+from webui import evidence
 
 pytestmark = pytest.mark.django_db
 
 WHEN = dt.datetime(2024, 5, 1, 8, tzinfo=dt.UTC)
+FOOTER = "本网站所有文章版权归原作者所有，未经书面许可不得转载、摘编或以其他方式使用。"
 
 
 @pytest.fixture
@@ -100,3 +103,59 @@ def test_old_passage_numbers_past_the_end_are_left_out(editor_client):
     )
     response = editor_client.get(f"/compare/{first.id}/{second.id}/")
     assert len(response.context["shared"]) == 1
+
+
+def test_shared_boilerplate_is_folded_labelled_and_not_evidence(editor_client, monkeypatch):
+    first = article(1, ARTICLE + "\n\n" + FOOTER)
+    second = article(2, OTHER + ARTICLE + "\n\n" + FOOTER)
+    last_a = len(_detector().passages(first.body)) - 1
+    last_b = len(_detector().passages(second.body)) - 1
+    Match.objects.create(
+        a=first,
+        b=second,
+        kind="partial",
+        similarity=0.9,
+        shared_passages=[[0, 4], [last_a, last_b]],
+    )
+    monkeypatch.setattr(
+        evidence,
+        "boilerplate_passages",
+        lambda ids, version: {first.id: {last_a: 7}, second.id: {last_b: 64}},
+    )
+    response = editor_client.get(f"/compare/{first.id}/{second.id}/")
+    context = response.context
+    assert [(p.left, p.right) for p in context["shared"]] == [(0, 4)]
+    assert [(p.left, p.right, p.owners) for p in context["shared_boilerplate"]] == [
+        (last_a, last_b, 7)
+    ]
+    left, right = context["diff"].left, context["diff"].right
+    assert [(s.text, s.owners) for s in left if s.op == "aside"] == [(FOOTER, 7)]
+    assert [(s.text, s.owners) for s in right if s.op == "aside"] == [(FOOTER, 64)]
+    assert all(FOOTER not in s.text for s in left + right if s.op in ("del", "ins"))
+    html = response.content.decode()
+    assert "1 shared passage" in html or "1 个共同段落" in html
+    assert "7" in html and ("boilerplate (shared by 7 articles)" in html or "7 篇文章共有" in html)
+    assert "64 or more" in html or "64 篇或更多" in html
+
+
+def test_boilerplate_learned_from_stored_articles_is_folded(editor_client):
+    # Eight articles of their own text end with one footer: in each, the footer is boilerplate.
+    ids = [
+        a.pk
+        for a in services.articles_ingest(
+            rows=[{"title": f"t{n}", "body": stranger(n) + "\n\n" + FOOTER} for n in range(8)]
+        )
+    ]
+    services.articles_process(article_ids=ids)
+    response = editor_client.get(f"/compare/{ids[0]}/{ids[1]}/")
+    left = response.context["diff"].left
+    assert [s.text for s in left if s.op == "aside"] == [FOOTER]
+    assert next(s.owners for s in left if s.op == "aside") >= 8
+    assert all(FOOTER not in s.text for s in left if s.op == "del")
+
+
+def _detector():
+    from dedup.models import Settings
+    from webui.review_context import _detector as detector
+
+    return detector(Settings.load().active().engine_config())

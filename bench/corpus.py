@@ -753,6 +753,7 @@ def build_corpus(
     seed: int = 1998,
     kinds: Sequence[str] = EDIT_KINDS,
     partial: bool = True,
+    select: Callable[[str], bool] | None = None,
 ) -> Corpus:
     """Return originals, one copy per edit kind per original, template siblings, partial copies.
 
@@ -763,12 +764,17 @@ def build_corpus(
     "near_duplicates" of an earlier family, or as "garbled" text) and the copies skipped.
     With `partial`, every original of PARTIAL_MIN_LENGTH characters or more also gets one copy
     per PARTIAL_KINDS, built from articles that found no family (see `_partial_copies`).
+    With `select`, only the source texts it accepts are used at all: as originals, siblings,
+    donors of sentences and titles, and material of partial copies (bench/corpora.py splits the
+    sources into two halves this way).
     """
     unknown = [k for k in kinds if k not in EDITS]
     if unknown:
         raise ValueError(f"unknown edit kinds {unknown}: choose from {', '.join(EDIT_KINDS)}")
     rng = random.Random(seed)
     sources = _sources()
+    if select is not None:
+        sources = tuple(_Source(s.name, tuple(x for x in s.texts if select(x[1]))) for s in sources)
     pd_src, qa_src, en_src = sources
     slots = [*(s.name for s in sources), "template_sibling"]
     stats: dict = {"per_band": per_band, "seed": seed, "bands": {}, "skipped": {}}
@@ -813,7 +819,11 @@ def build_corpus(
     # Inserted sentences and related titles come from articles that found no family.
     founders = [(d.source, d.text) for d in docs] + [(o.source, t) for o, _, t in siblings]
     donors = {
-        s.name: _source_donors(s.name).without(t for name, t in founders if name == s.name)
+        s.name: (
+            _source_donors(s.name)
+            if select is None
+            else Donors(tuple(t for _, t in s.texts), s.name.endswith("-en"))
+        ).without(t for name, t in founders if name == s.name)
         for s in sources
     }
     wrappers: dict[str, Wrapper] = {}

@@ -306,6 +306,11 @@ def debian(*, seed: int, split: str, size: int) -> Corpus:
     """Package descriptions and changelog entries: derived packages, re-uploads, quoted entries."""
     rng = random.Random(f"debian/{seed}/{split}")
     descriptions, entries = (pool_split(p, split) for p in debian_pool())
+    if not descriptions and not entries:
+        raise RuntimeError(
+            "no Debian package text here: the debian corpus reads /var/lib/dpkg/status and "
+            "/usr/share/doc/*/changelog.Debian.gz; build it on a Debian machine"
+        )
     asm = Assembler("debian")
     descs = Dispenser(descriptions, rng)
     ents = Dispenser(entries, rng)

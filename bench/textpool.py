@@ -157,6 +157,8 @@ def drop_repeats(texts: list[list[str]], common: int = 0) -> list[list[bool]]:
     With `common`, a gram held by that many paragraphs or more is stock text (a changelog's
     "New upstream release") that does not count as a repeat.
     """
+    if not texts:
+        return []
     para_norms = [[normalise(p) for p in paras] for paras in texts]
     norms = ["".join(ps) for ps in para_norms]
     h, owner, pos = grams(norms)

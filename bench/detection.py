@@ -509,7 +509,7 @@ def _report(say, args, docs, truth, methods, best_lsh, dedup, extra, passages, f
     say()
     settings = ", ".join(
         f"{name}={getattr(det, name)}"
-        for name in ("k_article", "near", "near_short", "partial", "min_shared")
+        for name in ("k_article", "near", "near_short", "partial", "min_chars")
         if hasattr(det, name)
     )
     say("Methods, in one run:")

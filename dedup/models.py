@@ -56,13 +56,13 @@ class Settings(models.Model):
     partial = models.FloatField(_("partial: least containment"), default=0.4, validators=SHARE)
     near_short = models.FloatField(
         _("near, short texts: least similarity"),
-        default=0.2,
+        default=0.3,
         validators=SHARE,
         help_text=_("when the shorter article has fewer than 140 characters"),
     )
     partial_min_chars = models.PositiveIntegerField(
         _("partial: least shared characters"),
-        default=60,
+        default=100,
         help_text=_(
             "characters of the smaller article's own text (boilerplate aside) in the other"
         ),

@@ -187,11 +187,87 @@ class Features:
         )
 
 
+def passage_lines(units: str) -> str:
+    """Return passage-marked normalised text (in units) as its passages, one per line, with
+    no separators.
+
+    Sentence ends (" \\n" in the marked text), line breaks ("\\n") and paragraph breaks
+    (a blank line) nest: short sentences join the next one of their line and a line's short
+    tail the one before; short lines join the next one of their paragraph (a heading its
+    text, a footer's lines one another) and a paragraph's short tail the one before; a short
+    paragraph (a signature, a dateline) joins the passage before it, or the next at the
+    start. So a paragraph or a line that many articles hold (a footer, a template's fixed
+    sentence) is a passage of its own wherever it stands, and its key is the same in all.
+    """
+    least = MIN_PASSAGE_GRAMS + GRAM - 1
+    text = units.replace(" \n", "\t").replace(",", "").replace(" ", "")
+    found: list[str] = []
+    carry = ""
+    for paragraph in _PARAGRAPH.split(text):
+        passages = _paragraph_passages(paragraph, least)
+        if not passages:
+            continue
+        if len(passages) == 1 and len(passages[0]) < least:  # a short paragraph
+            if found:
+                found[-1] += passages[0]
+            else:
+                carry += passages[0]
+            continue
+        passages[0] = carry + passages[0]
+        carry = ""
+        found += passages
+    if carry:
+        found.append(carry)
+    return "\n".join(found)
+
+
+_PARAGRAPH = re.compile(r"\n\n+")
+
+
+def _paragraph_passages(paragraph: str, least: int) -> list[str]:
+    found: list[str] = []
+    carry = ""
+    for line in paragraph.split("\n"):
+        passages = _joined(line.split("\t"), least)
+        if not passages:
+            continue
+        passages[0] = carry + passages[0]
+        carry = ""
+        if len(passages) == 1 and len(passages[0]) < least:  # a short line joins the next
+            carry = passages[0]
+            continue
+        found += passages
+    if carry:
+        if found:
+            found[-1] += carry
+        else:
+            found.append(carry)
+    return found
+
+
+def _joined(pieces: list[str], least: int) -> list[str]:
+    """Join pieces into runs of at least `least`: short ones join the next, a short tail
+    the run before it."""
+    found: list[str] = []
+    run = ""
+    for piece in pieces:
+        run += piece
+        if len(run) >= least:
+            found.append(run)
+            run = ""
+    if run:
+        if found:
+            found[-1] += run
+        else:
+            found.append(run)
+    return found
+
+
 def features_of(fingerprint: int | None, normal: str) -> Features:
     """Return an article's features from its passage-marked normalised text (see
     Detector.fingerprint_and_features)."""
     length = kept_characters(normal)
-    units = as_units(normal)
+    units = passage_lines(as_units(normal))
     if merge._native is not None:
         return _features_native(fingerprint, units, length)
     return _features_numpy(fingerprint, units, length)

@@ -37,6 +37,7 @@ from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine
     _codes_and_passages,
     as_units,
     features_of,
+    passage_lines,
     units_of,
 )
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
@@ -50,6 +51,10 @@ _SENTENCE_ENDS = "。！？；!?;"
 # A full stop ends a sentence of a spaced script where a word (not a number, as in "3.14" or
 # "v2.") ends before it and a space follows.
 _FULL_STOP = re.compile(r"(?<=[^\W\d_]{2})\.(?=\s)")
+_LINE_END = re.compile(r"[^\S\n]+\n")  # white space before a line break
+# Marked after a sentence end: " \n" (normalised text has no space before a line break
+# otherwise), so that sentences, lines and paragraphs can be told apart (passage_lines).
+_SENTENCE_MARK = " \n"
 # Passages shared by more articles than this are boilerplate (navigation, footers): not used
 # to find candidates, so that one template cannot make every page a candidate of every other.
 MAX_PASSAGE_OWNERS = 20
@@ -62,6 +67,13 @@ SHORT = 140
 # (its own text): see PassageOwners.
 BOILERPLATE_OWNERS = 5
 BOILERPLATE_RATIO = 3
+BOILERPLATE_LEVEL = 0
+# A near verdict under NEAR_CLEAR similarity also needs NEAR_PASSAGES of the smaller article's
+# passages (boilerplate aside) mostly in the other: an edited copy keeps most of its
+# sentences, while two reports of one template share its words in every passage and few
+# passages whole.
+NEAR_CLEAR = 0.6
+NEAR_PASSAGES = 0.5
 
 # How many articles hold each of some passage keys (uint64 -> int64 counts, at least 1 for a
 # key the article itself holds); None where nothing is known, and nothing is boilerplate.
@@ -83,11 +95,24 @@ def passage_owners_of(features: Sequence[Features]) -> PassageOwners:
 
 def boilerplate_passages(features: Features, owners: np.ndarray) -> np.ndarray:
     """Return the mask of an article's passages that are boilerplate in it, from how many
-    articles hold each of its passage keys (`owners`, in passage order)."""
+    articles hold each of its passage keys (`owners`, in passage order).
+
+    The article's own text is held by as many articles as hold its passages at the
+    BOILERPLATE_LEVEL quantile (by shingles): one of fifty copies of a story, with a
+    sentence of its own, still has the story for its text."""
     if not len(owners):
         return np.zeros(0, bool)
-    own = int(owners.min())  # the article's own text: its least-held passage
+    own = _weighted_quantile(owners, features.passage_sizes, BOILERPLATE_LEVEL)
     return owners >= max(BOILERPLATE_OWNERS, BOILERPLATE_RATIO * own)
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> int:
+    if q <= 0 or len(values) == 1:
+        return int(values.min())
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(np.maximum(np.asarray(weights)[order], 1))
+    at = int(np.searchsorted(cumulative, q * cumulative[-1]))
+    return int(values[order][min(at, len(values) - 1)])
 
 
 @dataclass(frozen=True)
@@ -100,7 +125,7 @@ class Duplicate:
     distance: int | None  # Hamming distance of the article fingerprints
     similarity: float  # Jaccard for near; containment of the smaller article for partial
     shared_passages: list[tuple[int, int]] = field(default_factory=list)  # partial only
-    shared_chars: int = 0  # characters of the smaller article's text in the other (estimated)
+    shared_chars: int = 0  # characters of the smaller article's text in the other: C x length
 
 
 class Detector:
@@ -113,8 +138,8 @@ class Detector:
         k_article: int = 4,
         near: float = 0.4,
         partial: float = 0.4,
-        near_short: float = 0.2,  # near, when the shorter article is under SHORT characters
-        min_chars: int = 60,  # characters of shared text (boilerplate aside) a partial needs
+        near_short: float = 0.3,  # near, when the shorter article is under SHORT characters
+        min_chars: int = 100,  # characters of shared text (boilerplate aside) a partial needs
     ) -> None:
         self.fingerprinter = Fingerprinter(config)
         self.config = self.fingerprinter.config
@@ -129,11 +154,13 @@ class Detector:
 
     def _normalised_passages(self, text: str) -> str:
         marked = strip_html(text) if self.config.strip_html else text
+        if " \n" in marked or "\t\n" in marked or "\r\n" in marked:
+            marked = _LINE_END.sub("\n", marked)
         for end in _SENTENCE_ENDS:
             if end in marked:
-                marked = marked.replace(end, end + "\n\n")
+                marked = marked.replace(end, end + _SENTENCE_MARK)
         if ". " in marked or ".\n" in marked or ".\t" in marked:
-            marked = _FULL_STOP.sub(".\n\n", marked)
+            marked = _FULL_STOP.sub("." + _SENTENCE_MARK, marked)
         return normalise(marked, self._config_no_html)
 
     def _fingerprint(self, text: str, normal: str) -> Fingerprint:
@@ -151,7 +178,7 @@ class Detector:
         """Return a text's passages, normalised, numbered as in `Duplicate.shared_passages`."""
         normal = self._normalised_passages(text)
         units = as_units(normal)
-        _, lengths = _codes_and_passages(units)
+        _, lengths = _codes_and_passages(passage_lines(units))
         # Where each unit of `units` starts and ends in `normal` (a word is one unit).
         starts, ends_at, at = [], [], 0
         for i, part in enumerate(units_of(normal)):
@@ -262,16 +289,35 @@ class Detector:
             # Shared passages say where a partial copy sits; a near copy shares (nearly) all
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
-            if kind == "partial":
+            if kind == "partial" or similarity < NEAR_CLEAR:
                 passages = partial_passages(fa, fb)
                 if common is not None:  # boilerplate is no evidence
                     held = np.fromiter(common[2], np.uint64, len(common[2]))
                     in_a, in_b = np.isin(fa.passage_keys, held), np.isin(fb.passage_keys, held)
                     passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
+                else:
+                    in_a = in_b = None
+                if kind == "near" and not self._passages_agree(fa, fb, passages, in_a, in_b):
+                    continue  # a template's words, its facts changed in every passage
+                if kind == "near":
+                    passages = []
             found.append(
                 Duplicate(a, b, kind, distance, round(similarity, 4), passages, shared_chars=chars)
             )
         return found
+
+    @staticmethod
+    def _passages_agree(fa, fb, passages, in_a, in_b) -> bool:
+        """Tell whether most passages of the smaller article (boilerplate both hold aside)
+        are mostly in the other, as in a copy edited here and there."""
+        small_is_a = len(fa.shingles) <= len(fb.shingles)
+        small, held = (fa, in_a) if small_is_a else (fb, in_b)
+        own = small.passage_sizes > 0  # a passage repeated whole has no shingles of its own
+        if held is not None:
+            own &= ~held
+        own = int(own.sum())
+        shared = len({p if small_is_a else q for p, q in passages})
+        return shared >= NEAR_PASSAGES * max(own, 1)
 
     def _verdict(
         self, fa: Features, fb: Features, shared: int, size_a: int, size_b: int, near: float
@@ -282,8 +328,8 @@ class Detector:
         small, big = (size_a, size_b) if size_a <= size_b else (size_b, size_a)
         jaccard = shared / (small + big - shared)
         containment = shared / small
-        per_unit = (fa if size_a <= size_b else fb).characters_per_unit
-        chars = round(shared * per_unit)
+        # The smaller article's characters in the other: its share of them, as of its shingles.
+        chars = round(containment * (fa if size_a <= size_b else fb).length)
         contained = containment >= self.partial and chars >= self.min_chars
         if contained and big >= 1.5 * small:  # one article inside a bigger page
             return "partial", containment, chars

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import dedup.engine.features as engine_features
 import dedup.engine.merge as merge
+import dedup.engine.verify as verify
 from dedup.engine.verify import SHORT, Detector, Features
 from tests.engine.by_sets import passages_by_sets
 from tests.texts import ARTICLE, FILLER, OTHER
@@ -151,7 +152,7 @@ def judge_by_sets(detector: Detector, fa: Features, fb: Features):
     jaccard = len(shared) / (small + big - len(shared))
     containment = len(shared) / small
     smaller = fa if len(x) <= len(y) else fb
-    chars = round(len(shared) * smaller.characters_per_unit)
+    chars = round(containment * smaller.length)
     contained = containment >= detector.partial and chars >= detector.min_chars
     if contained and big >= 1.5 * small:
         kind, similarity = "partial", containment
@@ -161,11 +162,18 @@ def judge_by_sets(detector: Detector, fa: Features, fb: Features):
         kind, similarity = "partial", containment
     else:
         return None
-    passages = []
-    if kind == "partial":
-        of_a = dict(zip(x, fa.passage_of.tolist(), strict=True))
-        of_b = dict(zip(y, fb.passage_of.tolist(), strict=True))
-        passages = passages_by_sets(fa, fb, of_a, of_b, shared)
+    of_a = dict(zip(x, fa.passage_of.tolist(), strict=True))
+    of_b = dict(zip(y, fb.passage_of.tolist(), strict=True))
+    passages = passages_by_sets(fa, fb, of_a, of_b, shared)
+    if kind == "near" and similarity < verify.NEAR_CLEAR:
+        # Half the smaller article's passages (those with shingles of their own) mostly in
+        # the other: an edited copy, not a template's words.
+        mine = {p for p, _ in passages} if smaller is fa else {q for _, q in passages}
+        own = int((smaller.passage_sizes > 0).sum())
+        if len(mine) < verify.NEAR_PASSAGES * max(own, 1):
+            return None
+    if kind == "near":
+        passages = []
     return kind, round(similarity, 4), sorted(passages)
 
 

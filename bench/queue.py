@@ -1,6 +1,6 @@
 """What editors see: the review queue at its defaults, measured through the service.
 
-    python -m bench.queue [--size 800] [--seed 2] [--split test] [--mode both] [--keep]
+    python -m bench.queue [--size N] [--seed 2] [--split test] [--mode both] [--keep]
 
 For each labelled corpus of bench/corpora.py (the held-out split), a fresh PostgreSQL database
 is migrated, a real Celery worker is started on it and on a Redis database of its own, and the
@@ -40,7 +40,7 @@ from bench.queue_report import header, report
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "queue.md"
-SIZE = 800
+SIZE = None  # bench.corpora's own sizes, about 2,000-2,400 docs per corpus
 SEED = 2
 SPLIT = "test"
 DATABASE = "dedup_bench_queue"
@@ -302,7 +302,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     from bench.corpora import CORPORA
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=SIZE, help="about this many docs per corpus")
+    parser.add_argument(
+        "--size", type=int, default=SIZE, help="about this many docs per corpus (50 or more)"
+    )
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--split", default=SPLIT, choices=("tune", "test"))
     parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=CORPORA)

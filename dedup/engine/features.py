@@ -39,6 +39,10 @@ _KEPT = np.ones(ord(",") + 2, dtype=bool)
 _KEPT[[ord(","), ord(" "), ord("\n")]] = False
 GRAM = 4
 MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
+# A paragraph's short last lines, or a short paragraph, of at least this many units are a
+# passage of their own (a signature, a hotline and a sender's name after a notice's fixed
+# sentence), so that what stands before them keeps its key; shorter ones join it.
+MIN_ALONE = 8
 # Packed features (Features.to_bytes): magic, format, flags, fingerprint, length, shingle
 # count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
 # with the WIDE flag: more than 65,536 passages), the passage keys (u8).
@@ -194,10 +198,11 @@ def passage_lines(units: str) -> str:
     Sentence ends (" \\n" in the marked text), line breaks ("\\n") and paragraph breaks
     (a blank line) nest: short sentences join the next one of their line and a line's short
     tail the one before; short lines join the next one of their paragraph (a heading its
-    text, a footer's lines one another) and a paragraph's short tail the one before; a short
-    paragraph (a signature, a dateline) joins the passage before it, or the next at the
-    start. So a paragraph or a line that many articles hold (a footer, a template's fixed
-    sentence) is a passage of its own wherever it stands, and its key is the same in all.
+    text, a footer's lines one another); a short paragraph (a signature, a dateline) joins
+    the passage before it, or the next at the start; a paragraph's short last lines, or a
+    short paragraph, of MIN_ALONE units or more stand alone. So a paragraph or a line that
+    many articles hold (a footer, a template's fixed sentence) is a passage of its own
+    wherever it stands, and its key is the same in all.
     """
     least = MIN_PASSAGE_GRAMS + GRAM - 1
     text = units.replace(" \n", "\t").replace(",", "").replace(" ", "")
@@ -208,10 +213,12 @@ def passage_lines(units: str) -> str:
         if not passages:
             continue
         if len(passages) == 1 and len(passages[0]) < least:  # a short paragraph
-            if found:
-                found[-1] += passages[0]
-            else:
+            if not found:
                 carry += passages[0]
+            elif len(passages[0]) >= MIN_ALONE:
+                found.append(passages[0])
+            else:
+                found[-1] += passages[0]
             continue
         passages[0] = carry + passages[0]
         carry = ""
@@ -238,7 +245,7 @@ def _paragraph_passages(paragraph: str, least: int) -> list[str]:
             continue
         found += passages
     if carry:
-        if found:
+        if found and len(carry) < MIN_ALONE:
             found[-1] += carry
         else:
             found.append(carry)
@@ -319,7 +326,7 @@ def _features_numpy(fingerprint: int | None, normal: str, characters: int) -> Fe
 
 def _features_native(fingerprint: int | None, normal: str, length: int) -> Features:
     """Return what _features_numpy returns, the gram table made by the compiled module."""
-    least = MIN_PASSAGE_GRAMS + GRAM - 1
+    least = _LINE_LEAST
     packed = np.empty(max(len(normal) - GRAM + 1, 1), np.uint64)
     keys = np.empty(len(normal) // least + 2, np.uint64)
     units, n, count = merge._native.grams(normal, least, packed, keys)
@@ -349,11 +356,17 @@ def _no_features(fingerprint: int | None, length: int, units: int) -> Features:
     )
 
 
+# passage_lines cut the passages: a line of GRAM units or more is one (only a whole text of
+# fewer is shorter, and it has no grams).
+_LINE_LEAST = GRAM
+
+
 def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:
-    """Return the code points without separators, and the length of each passage in them."""
+    """Return the code points without separators, and the length of each passage in them,
+    from passage_lines' text."""
     kept = normal.replace(",", "").replace(" ", "")
     # Lines, then passages: each short line joins the next, and a short tail the one before.
-    least = MIN_PASSAGE_GRAMS + GRAM - 1
+    least = _LINE_LEAST
     lengths, running = [], 0
     for size in filter(None, map(len, kept.split("\n"))):  # empty lines go at C speed
         running += size

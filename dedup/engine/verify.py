@@ -67,7 +67,7 @@ SHORT = 140
 # (its own text): see PassageOwners.
 BOILERPLATE_OWNERS = 5
 BOILERPLATE_RATIO = 3
-BOILERPLATE_LEVEL = 0
+BOILERPLATE_LEVEL = 0.25
 # A near verdict under NEAR_CLEAR similarity also needs NEAR_PASSAGES of the smaller article's
 # passages (boilerplate aside) mostly in the other: an edited copy keeps most of its
 # sentences, while two reports of one template share its words in every passage and few
@@ -125,7 +125,7 @@ class Duplicate:
     distance: int | None  # Hamming distance of the article fingerprints
     similarity: float  # Jaccard for near; containment of the smaller article for partial
     shared_passages: list[tuple[int, int]] = field(default_factory=list)  # partial only
-    shared_chars: int = 0  # characters of the smaller article's text in the other: C x length
+    shared_chars: int = 0  # characters of the smaller article's text in the other
 
 
 class Detector:
@@ -137,7 +137,7 @@ class Detector:
         *,
         k_article: int = 4,
         near: float = 0.4,
-        partial: float = 0.4,
+        partial: float = 0.45,
         near_short: float = 0.3,  # near, when the shorter article is under SHORT characters
         min_chars: int = 100,  # characters of shared text (boilerplate aside) a partial needs
     ) -> None:
@@ -328,8 +328,10 @@ class Detector:
         small, big = (size_a, size_b) if size_a <= size_b else (size_b, size_a)
         jaccard = shared / (small + big - shared)
         containment = shared / small
-        # The smaller article's characters in the other: its share of them, as of its shingles.
-        chars = round(containment * (fa if size_a <= size_b else fb).length)
+        # The smaller article's characters in the other (boilerplate aside): its characters
+        # per shingle times the shingles shared.
+        smaller = fa if size_a <= size_b else fb
+        chars = round(shared * smaller.length / max(len(smaller.shingles), 1))
         contained = containment >= self.partial and chars >= self.min_chars
         if contained and big >= 1.5 * small:  # one article inside a bigger page
             return "partial", containment, chars

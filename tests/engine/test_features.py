@@ -152,7 +152,7 @@ def judge_by_sets(detector: Detector, fa: Features, fb: Features):
     jaccard = len(shared) / (small + big - len(shared))
     containment = len(shared) / small
     smaller = fa if len(x) <= len(y) else fb
-    chars = round(containment * smaller.length)
+    chars = round(len(shared) * smaller.length / max(len(smaller.shingles), 1))
     contained = containment >= detector.partial and chars >= detector.min_chars
     if contained and big >= 1.5 * small:
         kind, similarity = "partial", containment

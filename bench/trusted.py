@@ -114,15 +114,35 @@ def f1(p: float, r: float) -> float:
     return 2 * p * r / (p + r) if p + r else 0.0
 
 
-def objective(scores: list[dict]) -> tuple[float, float]:
-    """The worst corpus's F1 (near and partial alike), then the mean."""
+# The issue's bars for every corpus: near precision and recall, partial precision, and the
+# recall of the embedded and excerpt copies.
+BARS = (("P near", 0.98), (("R", "near"), 0.95), ("P partial", 0.95), ("R copies", 0.9))
+
+
+def bars_met(s: dict) -> int:
+    """Return how many of BARS one corpus's scores meet (a bar with nothing to score is met)."""
+    met = 0
+    for key, bar in BARS:
+        if key == "R copies":
+            hits = sum(s.get(("R", k), 0) * s.get(("n", k), 0) for k in ("embedded", "excerpt"))
+            total = sum(s.get(("n", k), 0) for k in ("embedded", "excerpt"))
+            value = hits / total if total else float("nan")
+        else:
+            value = s.get(key, float("nan"))
+        met += value != value or value >= bar
+    return met
+
+
+def objective(scores: list[dict]) -> tuple[int, float, float]:
+    """The bars met over all corpora, then the worst corpus's F1 (near and partial alike),
+    then the mean."""
     values = []
     for s in scores:
         for kind in ("near", "partial"):
             value = f1(s[f"P {kind}"], s.get(("R", kind), float("nan")))
             if value == value:
                 values.append(value)
-    return min(values), float(np.mean(values))
+    return sum(map(bars_met, scores)), min(values), float(np.mean(values))
 
 
 def minhash_pairs(split: Split) -> list[tuple[int, int, str]]:
@@ -178,6 +198,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=None, help="documents per corpus split")
     parser.add_argument("--corpora", nargs="*", default=list(CORPORA))
+    parser.add_argument(
+        "--report-seed",
+        type=int,
+        default=3,
+        help="seed of the test split reported (seed 2 was looked at while choosing)",
+    )
     args = parser.parse_args()
     command = "python -m bench.trusted" + (f" --size {args.size}" if args.size else "")
     out: list[str] = []
@@ -188,7 +214,7 @@ def main() -> None:
 
     started = time.perf_counter()
     tune = [Split(name, "tune", 1, args.size) for name in args.corpora]
-    test = [Split(name, "test", 2, args.size) for name in args.corpora]
+    test = [Split(name, "test", args.report_seed, args.size) for name in args.corpora]
 
     # Calibration on tune: every setting of the grid, the worst corpus's F1 first.
     settings = [
@@ -218,20 +244,24 @@ def main() -> None:
     say()
     say("## Calibration (tune split, seed 1)")
     say()
-    say("Best settings by the worst corpus's F1 (near and partial), then the mean:")
+    say(
+        f"Best settings by the issue's bars met over the {len(tune)} corpora (of "
+        f"{len(BARS) * len(tune)}: near P >= 0.98 and R >= 0.95, partial P >= 0.95, embedded "
+        "and excerpt R >= 0.9), then the worst corpus's F1 (near and partial), then the mean:"
+    )
     say()
-    say("| partial | min_chars | near_short | worst F1 | mean F1 |")
-    say("|---:|---:|---:|---:|---:|")
-    for (worst, mean), setting in ranked[:6]:
+    say("| partial | min_chars | near_short | bars met | worst F1 | mean F1 |")
+    say("|---:|---:|---:|---:|---:|---:|")
+    for (met, worst, mean), setting in ranked[:6]:
         say(
             f"| {setting['partial']} | {setting['min_chars']} | {setting['near_short']} "
-            f"| {worst:.3f} | {mean:.3f} |"
+            f"| {met} | {worst:.3f} | {mean:.3f} |"
         )
     say()
     say(f"Chosen on tune: {chosen}; shipped defaults: {defaults}.")
     say()
 
-    say("## Held-out figures (test split, seed 2) at the shipped defaults")
+    say(f"## Held-out figures (test split, seed {args.report_seed}) at the shipped defaults")
     say()
     say(
         "| corpus | docs | method | P near | R near | P partial | R partial | R embedded "
@@ -258,7 +288,8 @@ def main() -> None:
     say()
     say("LSH pairs are all reported as near (MinHash has no partial verdict).")
     say()
-    say("### Recall per kind of copy and per length band (dedup, test split)")
+    seed = args.report_seed
+    say(f"### Recall per kind of copy and per length band (dedup, test split, seed {seed})")
     say()
     say("| corpus | kind | band | labelled | R |")
     say("|---|---|---|---:|---:|")

@@ -45,8 +45,7 @@ from dedup.engine.merge import partial_passages, shared_count, shared_counts
 from dedup.engine.pairs import pairs, pairs_within_runs
 from dedup.engine.text import junk_share, normalise, strip_html
 
-# Sentence ends get a blank line after them before normalising: normalised text keeps blank
-# lines, so passages can be cut there.
+# Sentence ends are marked before normalising (_SENTENCE_MARK), so passages can be cut there.
 _SENTENCE_ENDS = "。！？；!?;"
 # A full stop ends a sentence of a spaced script where a word (not a number, as in "3.14" or
 # "v2.") ends before it and a space follows.
@@ -63,8 +62,8 @@ MAX_PASSAGE_OWNERS = 20
 # changes a third of its shingles. Measured on the detection corpus (README).
 SHORT = 140
 # A passage is boilerplate in an article when at least BOILERPLATE_OWNERS articles hold its
-# key and at least BOILERPLATE_RATIO times as many as hold the article's least-held passage
-# (its own text): see PassageOwners.
+# key and at least BOILERPLATE_RATIO times as many as hold the article's own text: its
+# passages at the BOILERPLATE_LEVEL quantile of owners, by shingles (boilerplate_passages).
 BOILERPLATE_OWNERS = 5
 BOILERPLATE_RATIO = 3
 BOILERPLATE_LEVEL = 0.25
@@ -137,7 +136,7 @@ class Detector:
         *,
         k_article: int = 4,
         near: float = 0.4,
-        partial: float = 0.45,
+        partial: float = 0.4,
         near_short: float = 0.3,  # near, when the shorter article is under SHORT characters
         min_chars: int = 100,  # characters of shared text (boilerplate aside) a partial needs
     ) -> None:

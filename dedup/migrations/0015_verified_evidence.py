@@ -4,12 +4,10 @@ import django.core.validators
 from django.db import migrations, models
 
 
-def calibrated_bars(apps, schema_editor):
-    """The short texts' near bar and the partial bar an admin never changed move to the
-    calibrated defaults."""
+def calibrated_short_bar(apps, schema_editor):
+    """The short texts' near bar an admin never changed moves to the calibrated default."""
     settings = apps.get_model("dedup", "Settings").objects
     settings.filter(near_short=0.2).update(near_short=0.3)
-    settings.filter(partial=0.4).update(partial=0.45)
 
 
 class Migration(migrations.Migration):
@@ -34,10 +32,5 @@ class Migration(migrations.Migration):
             name='near_short',
             field=models.FloatField(default=0.3, help_text='when the shorter article has fewer than 140 characters', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)], verbose_name='near, short texts: least similarity'),
         ),
-        migrations.AlterField(
-            model_name='settings',
-            name='partial',
-            field=models.FloatField(default=0.45, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)], verbose_name='partial: least containment'),
-        ),
-        migrations.RunPython(calibrated_bars, migrations.RunPython.noop),
+        migrations.RunPython(calibrated_short_bar, migrations.RunPython.noop),
     ]

@@ -263,6 +263,7 @@ def _match_json(match, article_id: int) -> dict:
         "kind": match.kind,
         "distance": match.distance,
         "similarity": match.similarity,
+        "shared_chars": match.shared_chars,
         "shared_passages": match.shared_passages,
     }
 

@@ -109,15 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
         "duplicates",
         help="verified duplicates: near copies and partial copies, with the passages they share",
         description=(
-            'Write {"a", "b", "kind", "distance", "similarity", "shared_passages"} for every '
-            "verified duplicate pair, once (a before b in input order), at the recommended "
-            "settings: the pairs the service's review queue shows at its defaults. kind is "
-            "exact (the same text; a later copy is not compared again, as in the service), "
-            "near (the same article, edited; similarity is the Jaccard similarity of character "
-            "4-grams) or partial (most of the smaller article is in the other; similarity is "
-            "that share). shared_passages lists [passage of a, passage of b]: passages are the "
-            "sentences of the normalised text, short ones joined (--with-text adds them). Input "
-            "as for fingerprint; it needs the texts."
+            'Write {"a", "b", "kind", "distance", "similarity", "shared_chars", '
+            '"shared_passages"} for every verified duplicate pair, once (a before b in input '
+            "order), at the recommended settings: the pairs the service's review queue shows at "
+            "its defaults. kind is exact (the same text; a later copy is not compared again, as "
+            "in the service), near (the same article, edited; similarity is the Jaccard "
+            "similarity of their shingles: 4-grams of units, a Chinese character or an English "
+            "word each) or partial (most of the smaller article is in the other; similarity is "
+            "that share). Boilerplate (passages many of the input's articles hold) counts for "
+            "neither. shared_chars is the smaller article's text found in the other, in "
+            "characters; shared_passages lists [passage of a, passage of b] of a partial copy: "
+            "passages are the sentences, lines and paragraphs of the normalised text, short ones "
+            "joined (--with-text adds them). Input as for fingerprint; it needs the texts."
         ),
     )
     _input_arguments(duplicates)
@@ -133,6 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     settings.add_argument(
         "--partial", type=_share, help="least share of the smaller article in the other"
+    )
+    settings.add_argument(
+        "--partial-min-chars",
+        type=int,
+        help="least characters of the smaller article's text a partial copy shares",
     )
     settings.add_argument(
         "--k-max", type=int, help="largest fingerprint distance of a candidate pair"
@@ -332,6 +340,7 @@ def _run_duplicates(args: argparse.Namespace) -> int:
         "near": args.near,
         "near_short": args.near_short,
         "partial": args.partial,
+        "min_chars": args.partial_min_chars,
     }
     detector = Detector(_config(args), **{k: v for k, v in given.items() if v is not None})
     reporter = _Reporter(sys.stderr)
@@ -363,6 +372,7 @@ def _run_duplicates(args: argparse.Namespace) -> int:
             "kind": d.kind,
             "distance": d.distance,
             "similarity": d.similarity,
+            "shared_chars": d.shared_chars,
             "shared_passages": [list(pair) for pair in d.shared_passages],
         }
         if args.with_text:

@@ -3,12 +3,15 @@
 A passage many articles hold (a footer, a menu, a disclaimer, a template's fixed sentence) is
 boilerplate in an article whose own text is held by few (dedup.engine.verify
 boilerplate_passages); verification leaves out what two articles both hold as boilerplate.
-Counts stop at OWNERS_COUNTED: a passage held by more is boilerplate in any article but one
-of that many copies of a story, and telling those apart needs no exact count.
+Counts stop at OWNERS_COUNTED: a passage held by more is boilerplate in any article whose own
+text fewer than a third as many hold, which is all but a story reposted by the dozen. A key
+found at the cap is remembered per process for HOT_KEY_SECONDS (counts only grow, but for
+the retention window's pruning), so a site's footer is counted once, not for every page.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 import numpy as np
@@ -17,9 +20,13 @@ from django.db.models import Count
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine.verify import boilerplate_passages as passages_boilerplate_in
+from dedup.index.caches import _capped_keys as _capped
+from dedup.index.caches import _features_lock
+from dedup.index.candidates import HOT_KEY_SECONDS
 from dedup.models import PassageKey
 
-OWNERS_COUNTED = 64
+OWNERS_COUNTED = 256
+_CAPPED_KEPT = 200_000
 
 
 class StoredOwners:
@@ -34,11 +41,24 @@ class StoredOwners:
         """Read the counts of these passage keys (uint64 arrays) that are not known yet."""
         wanted = {int(k) for some in keys for k in np.asarray(some, np.uint64).view(np.int64)}
         wanted.difference_update(self.counts)
+        now = time.monotonic()
+        with _features_lock:
+            known = {key: _capped.get((self.version, key)) for key in wanted}
+        for key, at in known.items():
+            if at is not None and now - at < HOT_KEY_SECONDS:
+                self.counts[key] = OWNERS_COUNTED
+                wanted.discard(key)
         if not wanted:
             return
         found = passage_owner_counts(sorted(wanted), self.version)
         for key in wanted:
             self.counts[key] = max(found.get(key, 0), 1)
+        capped = [key for key in wanted if self.counts[key] >= OWNERS_COUNTED]
+        if capped:
+            with _features_lock:
+                if len(_capped) + len(capped) > _CAPPED_KEPT:
+                    _capped.clear()
+                _capped.update(dict.fromkeys([(self.version, key) for key in capped], now))
 
     def __call__(self, keys: np.ndarray) -> np.ndarray:
         keys = np.asarray(keys, np.uint64)

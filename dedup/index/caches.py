@@ -24,6 +24,8 @@ _sketch_cache: OrderedDict[tuple[str, int], tuple[int, np.ndarray]] = OrderedDic
 # Passage keys found to be boilerplate, per worker process: (version, key) -> when (see
 # dedup.index.candidates, which sets how many and for how long).
 _hot_keys: dict[tuple[str, int], float] = {}
+# Passage keys whose owners reached boilerplate.OWNERS_COUNTED: (version, key) -> when.
+_capped_keys: dict[tuple[str, int], float] = {}
 
 # Versions whose unreadable features this process has logged: one line per version, not one
 # per candidate of every chunk.
@@ -37,6 +39,7 @@ def caches_clear() -> None:
         _features_cache.clear()
         _sketch_cache.clear()
         _hot_keys.clear()
+        _capped_keys.clear()
         _unreadable_logged.clear()
 
 

@@ -45,6 +45,7 @@ def text_check(*, text: str, k: int | None = None) -> dict:
             "kind": MatchKind.EXACT if d.b in exact else d.kind,
             "distance": d.distance,
             "similarity": 1.0 if d.b in exact else d.similarity,
+            "shared_chars": 0 if d.b in exact else d.shared_chars,
             "shared_passages": [list(p) for p in d.shared_passages],
         }
         for d in found

@@ -139,5 +139,12 @@ def _rebuild_chunk(chunk, settings, detector, version, plan) -> None:
         rows,
         update_conflicts=True,
         unique_fields=["a", "b"],
-        update_fields=["kind", "distance", "similarity", "shared_passages", "version"],
+        update_fields=[
+            "kind",
+            "distance",
+            "similarity",
+            "shared_passages",
+            "shared_chars",
+            "version",
+        ],
     )

@@ -290,6 +290,8 @@ def test_duplicates_writes_verified_pairs_with_shared_passages(tmp_path, capsys)
     assert isinstance(near["distance"], int) and near["shared_passages"] == []
     partial = found["news", "page"]
     assert partial["kind"] == "partial" and partial["similarity"] == 1.0
+    # All of the article's text is in the page, counted in its characters (separators aside).
+    assert partial["shared_chars"] == sum(c.isalnum() for c in long_news)
     # Every passage of the article is shared, each with the page passage that holds it.
     shared = partial["shared_passages"]
     assert [a for a, _ in shared] == list(range(len(shared))) and len(shared) >= 3

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from dedup import services
+from dedup.index.boilerplate import OWNERS_COUNTED
 from dedup.models import Article, Match
 from tests import roles
 from tests.texts import ARTICLE, OTHER, PAGE, stranger
@@ -120,7 +121,7 @@ def test_shared_boilerplate_is_folded_labelled_and_not_evidence(editor_client, m
     monkeypatch.setattr(
         evidence,
         "boilerplate_passages",
-        lambda ids, version: {first.id: {last_a: 7}, second.id: {last_b: 64}},
+        lambda ids, version: {first.id: {last_a: 7}, second.id: {last_b: OWNERS_COUNTED}},
     )
     response = editor_client.get(f"/compare/{first.id}/{second.id}/")
     context = response.context
@@ -130,12 +131,13 @@ def test_shared_boilerplate_is_folded_labelled_and_not_evidence(editor_client, m
     ]
     left, right = context["diff"].left, context["diff"].right
     assert [(s.text, s.owners) for s in left if s.op == "aside"] == [(FOOTER, 7)]
-    assert [(s.text, s.owners) for s in right if s.op == "aside"] == [(FOOTER, 64)]
+    assert [(s.text, s.owners) for s in right if s.op == "aside"] == [(FOOTER, OWNERS_COUNTED)]
     assert all(FOOTER not in s.text for s in left + right if s.op in ("del", "ins"))
     html = response.content.decode()
     assert "1 shared passage" in html or "1 个共同段落" in html
     assert "7" in html and ("boilerplate (shared by 7 articles)" in html or "7 篇文章共有" in html)
-    assert "64 or more" in html or "64 篇或更多" in html
+    cap = OWNERS_COUNTED  # at the count's cap: "or more"
+    assert f"{cap} or more" in html or f"{cap} 篇或更多" in html
 
 
 def test_boilerplate_learned_from_stored_articles_is_folded(editor_client):

@@ -30,7 +30,7 @@ from datasketch import MinHash, MinHashLSH
 from bench.corpus import BANDS, EDIT_KINDS, PARTIAL_KINDS, Doc, build_corpus
 from dedup.engine import Config, merge, normalise
 from dedup.engine.pairs import pairs as index_pairs
-from dedup.engine.verify import SHORT
+from dedup.engine.verify import SHORT, Boilerplate, passage_owners_of
 
 RESULTS = Path(__file__).parent / "results"
 LONG = BANDS[1:]  # articles of 140 characters or more
@@ -352,13 +352,15 @@ def run_dedup_timed(texts: list[str], slices: int = 60) -> DedupRun:
             beside_features += fingerprint_slice(k)
     start = time.perf_counter()
     candidates = det.candidates(feats)
+    # Boilerplate learned from the collection, as Detector.duplicates (and the service) do.
+    owners = Boilerplate(passage_owners_of(feats))
     searching = time.perf_counter() - start
     dups: list = []
     verifying = beside_verification = 0.0
     for k, part in enumerate(np.array_split(candidates, slices)):
         beside_verification += fingerprint_slice(k)
         start = time.perf_counter()
-        dups += det.verify(feats, part)
+        dups += det.verify(feats, part, owners)
         verifying += time.perf_counter() - start
     timing = {"features": featuring, "search": searching, "verification": verifying}
     return DedupRun(feats, candidates, dups, timing, (beside_features, beside_verification))

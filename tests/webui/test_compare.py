@@ -161,3 +161,13 @@ def _detector():
     from webui.review_context import _detector as detector
 
     return detector(Settings.load().active().engine_config())
+
+
+def test_the_shared_text_is_given_in_characters(editor_client):
+    first, second = article(1, ARTICLE), article(2, PAGE)
+    Match.objects.create(a=first, b=second, kind="partial", similarity=0.9, shared_chars=412)
+    html = editor_client.get(f"/compare/{first.id}/{second.id}/").content.decode()
+    assert "412 characters shared" in html or "共同 412 个字符" in html
+    Match.objects.filter(a=first).update(shared_chars=0)  # matches stored before it was counted
+    html = editor_client.get(f"/compare/{first.id}/{second.id}/").content.decode()
+    assert "characters shared" not in html and "个字符" not in html

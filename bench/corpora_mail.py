@@ -112,7 +112,7 @@ def _date(rng: random.Random, after: datetime | None = None) -> datetime:
 def _wrap(text: str) -> str:
     """Wrap prose paragraphs at 72 columns, blank lines between them; code stays as it is."""
     paras = []
-    for para in text.split("\n"):
+    for para in re.split(r"\n\s*\n", text):
         if not para.strip():
             continue
         if "  " in para or para.lstrip().startswith((">>>", "$", "#")):

@@ -56,15 +56,15 @@ class Settings(models.Model):
     partial = models.FloatField(_("partial: least containment"), default=0.4, validators=SHARE)
     near_short = models.FloatField(
         _("near, short texts: least similarity"),
-        default=0.3,
+        default=0.2,
         validators=SHARE,
         help_text=_("when the shorter article has fewer than 140 characters"),
     )
     partial_min_chars = models.PositiveIntegerField(
         _("partial: least shared characters"),
-        default=100,
+        default=60,
         help_text=_(
-            "characters of the smaller article's own text (boilerplate aside) in the other"
+            "characters of the smaller article's passages (boilerplate aside) mostly in the other"
         ),
     )
     active_version = models.CharField(max_length=120, blank=True, editable=False)
@@ -285,7 +285,8 @@ class Match(models.Model):
     distance = models.PositiveSmallIntegerField(null=True, blank=True)
     similarity = models.FloatField()
     shared_passages = models.JSONField(default=list, blank=True)
-    # Characters of the smaller article's text (boilerplate aside) found in the other.
+    # Characters of the smaller article's text (boilerplate aside) found in the other; of a
+    # partial copy, those of its passages mostly in the other (Duplicate.shared_chars).
     shared_chars = models.PositiveIntegerField(default=0)
     version = models.CharField(max_length=120)
     found_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -47,7 +47,7 @@ MIN_ALONE = 8
 # count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
 # with the WIDE flag: more than 65,536 passages), the passage keys (u8).
 _FEATURES_MAGIC = b"DDF\x00"
-FEATURES_FORMAT = 3  # 3: units (words of spaced scripts) and the unit count in the header
+FEATURES_FORMAT = 4  # 3: units and the unit count in the header; 4: mail headers left out
 _FEATURES_HEADER = struct.Struct("<4sBBQQIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).

@@ -210,3 +210,88 @@ def junk_share(text: str) -> float:
     if not text or _JUNK.search(text) is None:
         return 0.0
     return len(_JUNK.findall(text)) / len(text)
+
+
+# Mail headers and quote attributions: what a mail client writes around a message, not the
+# message. Left out of the evidence (verification's shingles and passages), so that a reply
+# is not a copy of its parent for naming it, its sender, date and subject, while the
+# fingerprint still reads the whole text.
+_MAIL_FIELDS = frozenset(
+    [
+        "from",
+        "to",
+        "cc",
+        "bcc",
+        "subject",
+        "date",
+        "sent",
+        "reply-to",
+        "sender",
+        "newsgroups",
+        "message-id",
+        "in-reply-to",
+        "references",
+        "organization",
+    ]
+)
+_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9-]{0,40}):[ \t]")
+_MESSAGE_START = re.compile(
+    r"[ \t]*-{3,}[ \t]*(?:Original Message|Forwarded message)[ \t]*-{3,}[ \t]*", re.IGNORECASE
+)
+_ATTRIBUTION = re.compile(
+    r"^[ \t]*(?:On\b(?:[^\n]|\n(?!\n)){4,300}?\bwrote:"
+    r"|Le\b(?:[^\n]|\n(?!\n)){4,300}?\ba écrit ?:"
+    r"|Am\b(?:[^\n]|\n(?!\n)){4,300}?\bschrieb\b[^\n]{0,100}:"
+    r"|在(?:[^\n]|\n(?!\n)){2,300}?写道[:：])[ \t]*$",
+    re.MULTILINE,
+)
+
+
+def without_mail_headers(text: str) -> str | None:
+    """Return `text` with its mail headers blanked (a block of at least two header lines, two
+    of them standard fields such as From, To, Subject or Date, at its start or after a
+    "Forwarded message" line, ending at a blank line) and the lines that attribute a quote
+    ("On <date>, <sender> wrote:"), line breaks kept; or None when it has none of them."""
+    blanked = False
+    if _FIELD.match(text.lstrip()) or ("essage" in text and "---" in text):
+        text, blanked = _without_header_blocks(text)
+    if "wrote:" in text or "écrit" in text or "schrieb" in text or "写道" in text:
+        text, count = _ATTRIBUTION.subn(lambda m: "\n" * m.group().count("\n"), text)
+        blanked = blanked or count > 0
+    return text if blanked else None
+
+
+def _without_header_blocks(text: str) -> tuple[str, bool]:
+    lines = text.split("\n")
+    blanked = False
+    at = 0
+    while at < len(lines) and not lines[at].strip():
+        at += 1
+    starts = [at]
+    starts += [i + 1 for i, line in enumerate(lines) if _MESSAGE_START.fullmatch(line)]
+    for start in starts:
+        end = _header_block_end(lines, start)
+        if end > start:
+            lines[start:end] = [""] * (end - start)
+            blanked = True
+        if start > 0 and _MESSAGE_START.fullmatch(lines[start - 1]):
+            lines[start - 1] = ""
+            blanked = True
+    return ("\n".join(lines) if blanked else text), blanked
+
+
+def _header_block_end(lines: list[str], start: int) -> int:
+    """Return where a block of mail header lines from `start` ends (`start`: none there)."""
+    fields = 0
+    at = start
+    while at < len(lines):
+        line = lines[at]
+        if not line.strip():
+            break
+        found = _FIELD.match(line)
+        if found:
+            fields += found.group(1).lower() in _MAIL_FIELDS
+        elif at == start or line[:1] not in " \t":  # a header continues on indented lines
+            return start
+        at += 1
+    return at if at - start >= 2 and fields >= 2 else start

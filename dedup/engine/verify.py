@@ -43,7 +43,7 @@ from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
 from dedup.engine.merge import partial_passages, shared_count, shared_counts
 from dedup.engine.pairs import pairs, pairs_within_runs
-from dedup.engine.text import junk_share, normalise, strip_html
+from dedup.engine.text import junk_share, normalise, strip_html, without_mail_headers
 
 # Sentence ends are marked before normalising (_SENTENCE_MARK), so passages can be cut there.
 _SENTENCE_ENDS = "。！？；!?;"
@@ -124,7 +124,9 @@ class Duplicate:
     distance: int | None  # Hamming distance of the article fingerprints
     similarity: float  # Jaccard for near; containment of the smaller article for partial
     shared_passages: list[tuple[int, int]] = field(default_factory=list)  # partial only
-    shared_chars: int = 0  # characters of the smaller article's text in the other
+    # Characters of the smaller article's text in the other: for a partial copy, those of its
+    # passages mostly in the other (boilerplate aside); for a near copy, of all it shares.
+    shared_chars: int = 0
 
 
 class Detector:
@@ -137,8 +139,8 @@ class Detector:
         k_article: int = 4,
         near: float = 0.4,
         partial: float = 0.4,
-        near_short: float = 0.3,  # near, when the shorter article is under SHORT characters
-        min_chars: int = 100,  # characters of shared text (boilerplate aside) a partial needs
+        near_short: float = 0.2,  # near, when the shorter article is under SHORT characters
+        min_chars: int = 60,  # characters of shared text (boilerplate aside) a partial needs
     ) -> None:
         self.fingerprinter = Fingerprinter(config)
         self.config = self.fingerprinter.config
@@ -175,7 +177,7 @@ class Detector:
 
     def passages(self, text: str) -> list[str]:
         """Return a text's passages, normalised, numbered as in `Duplicate.shared_passages`."""
-        normal = self._normalised_passages(text)
+        normal = self._normalised_passages(without_mail_headers(text) or text)
         units = as_units(normal)
         _, lengths = _codes_and_passages(passage_lines(units))
         # Where each unit of `units` starts and ends in `normal` (a word is one unit).
@@ -204,6 +206,9 @@ class Detector:
         """Compute an article's fingerprint (with status and tokens) and its features."""
         normal = self._normalised_passages(text)
         fp = self._fingerprint(text, normal)
+        own = without_mail_headers(text)
+        if own is not None:  # the fingerprint reads them, the evidence does not
+            normal = self._normalised_passages(own)
         return fp, features_of(fp.value, normal)
 
     # --- matching ---------------------------------------------------------------------------
@@ -300,10 +305,28 @@ class Detector:
                     continue  # a template's words, its facts changed in every passage
                 if kind == "near":
                     passages = []
+                else:
+                    # A partial copy is text copied whole: only the smaller article's
+                    # passages mostly in the other count, not words scattered over them.
+                    chars = self._passage_chars(fa, fb, passages)
+                    if chars < self.min_chars:
+                        continue
             found.append(
                 Duplicate(a, b, kind, distance, round(similarity, 4), passages, shared_chars=chars)
             )
         return found
+
+    @staticmethod
+    def _passage_chars(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> int:
+        """Return the characters of the smaller article's passages that are mostly in the
+        other (its characters per shingle times their shingles)."""
+        small_is_a = len(fa.shingles) <= len(fb.shingles)
+        small = fa if small_is_a else fb
+        held = {p if small_is_a else q for p, q in passages}
+        if not held:
+            return 0
+        shingles = int(small.passage_sizes[list(held)].sum())
+        return round(shingles * small.length / max(len(small.shingles), 1))
 
     @staticmethod
     def _passages_agree(fa, fb, passages, in_a, in_b) -> bool:

@@ -80,6 +80,23 @@ def test_excerpt_quoted_in_another_article_shares_exactly_the_quoted_passages(de
     assert [a for a, _ in verdict.shared_passages] == [1, 2, 3]
 
 
+def test_partial_counts_the_characters_of_whole_passages_only(detector):
+    sentences = [s + "。" for s in ARTICLE.split("。") if s]
+    quoted = "".join(sentences[1:4])
+    quoting = OTHER + "有文章写道：" + quoted + FILLER
+    fa, fb = detector.features(ARTICLE), detector.features(quoting)
+    verdict = detector.judge(0, 1, fa, fb)
+    # The three quoted sentences, counted at the article's characters per shingle.
+    per_shingle = fa.length / len(fa.shingles)
+    held = sum(int(fa.passage_sizes[p]) for p, _ in verdict.shared_passages)
+    assert verdict.shared_chars == round(held * per_shingle)
+    assert abs(verdict.shared_chars - len(quoted)) < 0.25 * len(quoted)
+    # Asking for more than those passages hold refuses the pair, however many shingles
+    # the two share elsewhere.
+    stricter = Detector(min_chars=verdict.shared_chars + 1)
+    assert stricter.judge(0, 1, fa, fb) is None
+
+
 def test_page_found_through_its_passages_when_the_article_fingerprint_drifts(detector):
     page = FILLER + ARTICLE + FILLER + OTHER
     features = [detector.features(ARTICLE), detector.features(page)]

@@ -105,6 +105,15 @@ def boilerplate_passages(features: Features, owners: np.ndarray) -> np.ndarray:
     return owners >= max(BOILERPLATE_OWNERS, BOILERPLATE_RATIO * own)
 
 
+def _held(keys: np.ndarray, held: list[int]) -> np.ndarray:
+    """Return the mask of `keys` that are among `held` (a few keys: one comparison each,
+    where np.isin would sort)."""
+    mask = keys == np.uint64(held[0])
+    for key in held[1:]:
+        mask |= keys == np.uint64(key)
+    return mask
+
+
 def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> int:
     if q <= 0 or len(values) == 1:
         return int(values.min())
@@ -296,8 +305,8 @@ class Detector:
             if kind == "partial" or similarity < NEAR_CLEAR:
                 passages = partial_passages(fa, fb)
                 if common is not None:  # boilerplate is no evidence
-                    held = np.fromiter(common[2], np.uint64, len(common[2]))
-                    in_a, in_b = np.isin(fa.passage_keys, held), np.isin(fb.passage_keys, held)
+                    in_a = _held(fa.passage_keys, common[2])
+                    in_b = _held(fb.passage_keys, common[2])
                     passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
                 else:
                     in_a = in_b = None

@@ -181,6 +181,10 @@ class Article(models.Model):
             models.Index(
                 fields=["exact_of"], condition=Q(exact_of__isnull=False), name="article_exact_of"
             ),
+            # Editors look articles up by the id they were uploaded with (webui search). The
+            # trigram indexes that serve title, text and URL search are PostgreSQL's own
+            # (migration 0016), outside the model: SQLite has no such index.
+            models.Index(fields=["external_id"], name="article_external_id"),
         ]
         constraints = [
             # An upload read twice (a retried task) cannot create a row's article twice.
@@ -323,6 +327,8 @@ class UploadBatch(models.Model):
     state = models.CharField(
         max_length=12, choices=UploadState.choices, default=UploadState.RECEIVED
     )
+    # Given to the rows that name no source (the upload form's field, import --source).
+    source = models.CharField(_("source"), max_length=200, blank=True)
     total_rows = models.PositiveIntegerField(default=0)
     accepted = models.PositiveIntegerField(default=0)
     rejected = models.PositiveIntegerField(default=0)
@@ -342,6 +348,8 @@ class Verdict(models.TextChoices):
     DUPLICATE = "duplicate", _("duplicate")
     NOT_DUPLICATE = "not_duplicate", _("not a duplicate")
     ORIGINAL = "original", _("original")
+    # An editor took back the pair's decision: it waits again (the history keeps both).
+    UNDONE = "undone", _("decision undone")
 
 
 class Decision(models.Model):

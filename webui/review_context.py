@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from dedup import clusters
+from dedup.articles import web_url
 from dedup.clusters import BANDS, KIND_NAMES, Bars, QueueFilter
 from dedup.engine.verify import SHORT, Detector
 from dedup.models import Article, Decision, Fingerprint, Match, MatchKind, Settings, Verdict
@@ -83,7 +84,7 @@ def threshold_parse(params) -> Threshold:
     return Threshold(**bars)
 
 
-def _day(raw: str, name: str) -> dt.date | None:
+def day_parse(raw: str, name: str) -> dt.date | None:
     if not raw:
         return None
     try:
@@ -130,8 +131,8 @@ def queue_params_parse(params) -> QueueParams:
     return QueueParams(
         status=status if status in STATUSES else "waiting",
         source=params.get("source", "")[:200],
-        date_from=_day(params.get("from", "").strip(), "from"),
-        date_to=_day(params.get("to", "").strip(), "to"),
+        date_from=day_parse(params.get("from", "").strip(), "from"),
+        date_to=day_parse(params.get("to", "").strip(), "to"),
         band=band if band in BANDS else "",
         sort=sort if sort in SORTS else "size",
         q=" ".join(params.get("q", "").split())[:200],
@@ -387,11 +388,6 @@ def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
 # --- two articles ---------------------------------------------------------------------------
 
 
-def _web_url(url: str) -> str:
-    """Return an article's address when it is a web page (never javascript: and the like)."""
-    return url if url.lower().startswith(("http://", "https://")) else ""
-
-
 @lru_cache(maxsize=4)
 def _detector(config) -> Detector:
     return Detector(config)
@@ -408,8 +404,8 @@ def compare_context(left: Article, right: Article, settings: Settings) -> dict:
     return {
         "left": left,
         "right": right,
-        "left_url": _web_url(left.url),
-        "right_url": _web_url(right.url),
+        "left_url": web_url(left.url),
+        "right_url": web_url(right.url),
         "match": match,
         **evidence.pair_evidence(detector, left, right, match, version),
         "decision": latest,

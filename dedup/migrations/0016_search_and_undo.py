@@ -1,0 +1,67 @@
+"""Search every article, an upload's default source, and undoing a decision.
+
+Title, text and URL search are `UPPER(column) LIKE UPPER('%q%')` (Django's icontains on
+PostgreSQL), served by trigram GIN indexes on those expressions; pg_trgm makes trigrams of
+Chinese text too, so a three-character word is found without a scan. They are built
+concurrently (writes go on) and only on PostgreSQL: SQLite searches by scanning.
+"""
+
+from django.db import migrations, models
+
+TRIGRAM_INDEXES = {
+    "article_title_trgm": "title",
+    "article_url_trgm": "url",
+    "article_body_trgm": "body",
+}
+
+
+def trigram_indexes_create(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    for name, column in TRIGRAM_INDEXES.items():
+        schema_editor.execute(
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON dedup_article"
+            f" USING gin (UPPER({column}::text) gin_trgm_ops)"
+        )
+
+
+def trigram_indexes_drop(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    for name in TRIGRAM_INDEXES:
+        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+
+
+class Migration(migrations.Migration):
+    atomic = False  # CREATE INDEX CONCURRENTLY runs outside a transaction
+
+    dependencies = [
+        ("dedup", "0015_verified_evidence"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="uploadbatch",
+            name="source",
+            field=models.CharField(blank=True, max_length=200, verbose_name="source"),
+        ),
+        migrations.AlterField(
+            model_name="decision",
+            name="verdict",
+            field=models.CharField(
+                choices=[
+                    ("duplicate", "duplicate"),
+                    ("not_duplicate", "not a duplicate"),
+                    ("original", "original"),
+                    ("undone", "decision undone"),
+                ],
+                max_length=16,
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="article",
+            index=models.Index(fields=["external_id"], name="article_external_id"),
+        ),
+        migrations.RunPython(trigram_indexes_create, trigram_indexes_drop),
+    ]

@@ -1,4 +1,4 @@
-"""Forms of the dashboard's own pages: the bulk upload."""
+"""Forms of the dashboard's own pages: the bulk upload (files and a default source)."""
 
 from __future__ import annotations
 
@@ -66,3 +66,9 @@ class MultipleFileField(forms.FileField):
 
 class UploadForm(forms.Form):
     files = MultipleFileField(label=_("Files"))
+    source = forms.CharField(
+        label=_("Source"),
+        max_length=200,
+        required=False,
+        help_text=_("given to the articles whose rows name no source"),
+    )

@@ -74,8 +74,9 @@ def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datet
     return sorted(set(ids))
 
 
-def upload_create(*, file, name: str, user=None) -> UploadBatch:
-    """Store an uploaded file and have a worker read it; nothing is parsed here."""
+def upload_create(*, file, name: str, user=None, source: str = "") -> UploadBatch:
+    """Store an uploaded file and have a worker read it; nothing is parsed here. `source`
+    is given to the rows that name none."""
     limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
     size = getattr(file, "size", None)
     if size is None:
@@ -89,7 +90,7 @@ def upload_create(*, file, name: str, user=None) -> UploadBatch:
         )
     safe_name = PurePosixPath(name.replace("\\", "/")).name or "upload"
     with transaction.atomic():
-        batch = UploadBatch(name=name[:300], uploaded_by=user)
+        batch = UploadBatch(name=name[:300], uploaded_by=user, source=source.strip()[:200])
         batch.file.save(safe_name, File(file, name=safe_name), save=False)
         batch.save()
         from dedup import tasks
@@ -132,6 +133,8 @@ def upload_process(*, upload_id: int) -> UploadBatch:
                         raise ArticleInvalid(f"{row.where}: {row.reason}", row=number)
                     where, obj = row
                     fields = article_clean(obj)
+                    if not fields["source"]:
+                        fields["source"] = batch.source
                 except ArticleInvalid as error:
                     rejected += 1
                     if len(errors) < MAX_UPLOAD_ERRORS:

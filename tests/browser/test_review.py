@@ -52,6 +52,7 @@ def corpus(page, sign_in, worker, wait_until, tmp_path, shot):
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ROWS), "utf-8")
     sign_in(page, "editor", "/upload/")
     page.set_input_files("#id_files", str(path))
+    page.click("#upload-form button[type=submit]")
     row = page.locator("#uploads .upload").first
     expect(row).to_have_class(re.compile(r"state-done"), timeout=30_000)
     expect(row.locator("[data-field=accepted]")).to_have_text(str(len(ROWS)))

@@ -266,9 +266,12 @@ def _popcount(x: int) -> int:
 
 
 def cluster_context(article: Article, threshold: Threshold, settings: Settings) -> dict:
-    """Gather the cluster holding an article: members, paths, distances and decisions."""
+    """Gather the cluster holding an article: members, paths, distances and decisions.
+
+    Rejected pairs stay in the cluster, marked, and rows keep their order whatever is
+    decided: the row under an editor's pointer is the one they meant."""
     table = clusters.match_table()
-    found = table.clustering(threshold.bars)
+    found = table.clustering(threshold.bars, rejected=True)
     node = table.node(article.id)
     context = {"article": article, "threshold": threshold, "members": None}
     if node is None or found.label[node] < 0:
@@ -294,9 +297,10 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
             direct[y if x == start else x] = e
     tree = {m.edge for m in members if m.edge is not None}
     others = [e for e in edges.tolist() if e not in tree]
-    # Undecided first, the most similar first among them: what a reviewer looks at next.
-    others.sort(key=lambda e: (table.decision[e] != clusters.UNDECIDED, -table.similarity[e]))
-    others = others[:OTHER_EDGES_SHOWN]
+    if len(others) > OTHER_EDGES_SHOWN:  # the undecided first: what a reviewer looks at next
+        others.sort(key=lambda e: (table.decision[e] != clusters.UNDECIDED, -table.similarity[e]))
+        others = others[:OTHER_EDGES_SHOWN]
+    others.sort(key=lambda e: (-table.similarity[e], e))  # an order no decision changes
     decision_ids = {int(table.decision_id[e]) for e in tree | set(others)} - {0}
     decisions = Decision.objects.select_related("decided_by").in_bulk(decision_ids)
 
@@ -318,6 +322,9 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
         if decision is not None:
             name = decision.decided_by.get_username() if decision.decided_by else ""
             who = f"{name} {when(decision.decided_at)}".strip()
+        undone = decision is not None and decision.verdict == Verdict.UNDONE
+        if undone:
+            decision = None  # the pair waits again; `who` says who took it back
         return {
             "a": x,
             "b": y,
@@ -329,6 +336,7 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
             "decision": decision,
             "verdict": str(verdicts.get(decision.verdict, "")) if decision else "",
             "who": who,
+            "undone": undone,
         }
 
     rows = []
@@ -376,9 +384,10 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
 
 
 def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
-    """Return the ids of the members of the cluster holding an article (empty when none)."""
+    """Return the ids of the members of the cluster holding an article (empty when none), as
+    its page shows them (rejected pairs included)."""
     table = clusters.match_table()
-    found = table.clustering(threshold.bars)
+    found = table.clustering(threshold.bars, rejected=True)
     node = table.node(article_id)
     if node is None or found.label[node] < 0:
         return []
@@ -391,6 +400,24 @@ def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
 @lru_cache(maxsize=4)
 def _detector(config) -> Detector:
     return Detector(config)
+
+
+def next_pair(article_id: int, threshold: Threshold, skip: tuple[int, int]) -> tuple | None:
+    """Return the most similar undecided pair (a, b) of the cluster holding an article, other
+    than `skip`, or None when every pair there is decided."""
+    table = clusters.match_table()
+    found = table.clustering(threshold.bars, rejected=True)
+    node = table.node(article_id)
+    if node is None or found.label[node] < 0:
+        return None
+    edges = found.edges(int(found.label[node]))
+    waiting = edges[table.decision[edges] == clusters.UNDECIDED]
+    lo, hi = sorted(skip)
+    for e in waiting[np.argsort(-table.similarity[waiting], kind="stable")].tolist():
+        pair = int(table.article_id[table.a[e]]), int(table.article_id[table.b[e]])
+        if pair != (lo, hi):
+            return pair
+    return None
 
 
 def compare_context(left: Article, right: Article, settings: Settings) -> dict:

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from dedup import clusters, review
-from dedup.models import Article, Decision, Settings
+from dedup.models import Article, Decision, Settings, Verdict
 from webui import review_context as ctx
 from webui.access import editor_required
 
@@ -22,8 +22,8 @@ def _bad(request: HttpRequest, error: Exception) -> HttpResponse:
     return render(request, "webui/review/bad_request.html", {"message": str(error)}, status=400)
 
 
-def _next(request: HttpRequest) -> str:
-    target = request.POST.get("next", "")
+def _next(request: HttpRequest, field: str = "next") -> str:
+    target = request.POST.get(field, "")
     if url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
         return target
     return reverse("webui:queue")
@@ -79,6 +79,9 @@ def compare(request: HttpRequest, a: int, b: int) -> HttpResponse:
         return _bad(request, error)
     context = ctx.compare_context(left, right, settings)
     context["threshold"] = threshold
+    following = ctx.next_pair(left.id, threshold, (left.id, right.id))
+    if following is not None:
+        context["next_url"] = reverse("webui:compare", args=following) + "?" + threshold.query()
     return render(request, "webui/review/compare.html", context)
 
 
@@ -108,13 +111,17 @@ def decision_create(request: HttpRequest) -> HttpResponse:
         )
     except (review.DecisionConflict, review.DecisionInvalid) as error:
         messages.error(request, str(error))
+        if request.POST.get("here"):
+            return redirect(_next(request, "here"))  # not on to the next pair: this one failed
     else:
         label = dict(Decision._meta.get_field("verdict").choices)[verdict]
-        messages.success(
-            request,
-            _("Recorded: %(a)s ~ %(b)s %(verdict)s.")
-            % {"a": pair.a, "b": pair.b, "verdict": label},
-        )
+        if verdict == Verdict.UNDONE:
+            message = _("Undone: the decision on %(a)s ~ %(b)s; the pair waits again.")
+        else:
+            message = _("Recorded: %(a)s ~ %(b)s %(verdict)s.")
+        messages.success(request, message % {"a": pair.a, "b": pair.b, "verdict": label})
+        if verdict == Verdict.UNDONE and request.POST.get("here"):
+            return redirect(_next(request, "here"))  # an undo stays on the pair it undid
     return redirect(_next(request))
 
 

@@ -246,12 +246,74 @@ def test_duplicate_decision_is_recorded_with_who_and_when(editor_client, editor,
     assert decision.decided_by == editor and decision.decided_at
 
 
-def test_rejected_pair_leaves_the_cluster(editor_client, chain):
+def test_rejected_pair_stays_in_place_on_the_cluster_page_but_leaves_the_queue(
+    editor_client, chain
+):
     a, b, _c = chain
+    Match.objects.create(a=a, b=article(4), kind="near", distance=1, similarity=0.95)
+    before = editor_client.get(f"/clusters/{a.id}/").context["rows"]
     editor_client.post("/decisions/", {"pick": f"not_duplicate:{a.id}:{b.id}:0"})
     response = editor_client.get(f"/clusters/{a.id}/")
-    assert response.context["members"] is None
-    assert editor_client.get("/").context["counts"]["articles"] == 2
+    rows = response.context["rows"]
+    # The same rows in the same order: the next click lands on the row the editor meant.
+    assert [r["member"].article_id for r in rows] == [r["member"].article_id for r in before]
+    rejected = next(r for r in rows if r["member"].article_id == b.id)
+    assert rejected["edge"]["decision"].verdict == "not_duplicate"
+    assert 'class=" decided"' in response.content.decode()
+    # The queue no longer joins them: b and c are apart from a.
+    assert editor_client.get("/").context["counts"]["articles"] == 4
+    assert editor_client.get("/queue/results/?status=all").context["counts"]["clusters"] == 2
+
+
+def test_undo_takes_a_decision_back_and_keeps_the_history(editor_client, chain):
+    a, b, _c = chain
+    editor_client.post("/decisions/", {"pick": f"not_duplicate:{a.id}:{b.id}:0"})
+    first = Decision.objects.get()
+    response = editor_client.post(
+        "/decisions/", {"pick": f"undone:{a.id}:{b.id}:{first.id}"}, follow=True
+    )
+    assert [d.verdict for d in Decision.objects.order_by("id")] == ["not_duplicate", "undone"]
+    assert "重新等待审核" in response.content.decode()
+    row = next(
+        r
+        for r in editor_client.get(f"/clusters/{a.id}/").context["rows"]
+        if r["member"].article_id == b.id
+    )
+    assert row["edge"]["decision"] is None and row["edge"]["undone"]
+    assert editor_client.get("/").context["counts"]["articles"] == 3  # joined again
+    # Nothing is left to undo; a stale undo is refused like any stale decision.
+    undone = Decision.objects.order_by("-id").first()
+    editor_client.post("/decisions/", {"pick": f"undone:{a.id}:{b.id}:{undone.id}"})
+    editor_client.post("/decisions/", {"pick": f"undone:{a.id}:{b.id}:{first.id}"})
+    assert Decision.objects.count() == 2
+
+
+def test_deciding_side_by_side_goes_on_to_the_next_undecided_pair(editor_client, chain):
+    a, b, c = chain
+    page = editor_client.get(f"/compare/{a.id}/{b.id}/")
+    assert page.context["next_url"] == f"/compare/{b.id}/{c.id}/?near=0&partial=0"
+    html = page.content.decode()
+    assert f'name="next" value="/compare/{b.id}/{c.id}/?near=0&amp;partial=0"' in html
+    response = editor_client.post(
+        "/decisions/",
+        {
+            "pick": f"duplicate:{a.id}:{b.id}:0",
+            "next": page.context["next_url"],
+            "here": f"/compare/{a.id}/{b.id}/",
+        },
+    )
+    assert response["Location"] == page.context["next_url"]
+    last = editor_client.get(f"/compare/{b.id}/{c.id}/")
+    assert "next_url" not in last.context  # a ~ b is decided: none is left
+    assert 'id="next-pair-none"' in last.content.decode()
+    # Undo stays on the pair it undid.
+    seen = Decision.objects.get().id
+    here = f"/compare/{a.id}/{b.id}/"
+    response = editor_client.post(
+        "/decisions/",
+        {"pick": f"undone:{a.id}:{b.id}:{seen}", "next": "/elsewhere/", "here": here},
+    )
+    assert response["Location"] == here
 
 
 def test_stale_decision_is_refused_with_who_and_when(editor_client, django_user_model, chain):

@@ -124,7 +124,7 @@ def _listed(articles: QuerySet, q: str) -> QuerySet:
             "id", "title", "source", "url", "external_id", "status", "dated_at", "length",
             "upload__id", "upload__name",
         )
-        .annotate(snippet=Substr("body", start, SNIPPET))
+        .annotate(snippet=Substr("body", start, SNIPPET), snippet_from=start)
     )  # fmt: skip
 
 
@@ -161,8 +161,9 @@ def article_search(*, params: SearchParams, page: int = 1) -> dict:
 
 def _snippet(article: Article) -> str:
     text = " ".join((article.snippet or "").split())
-    more = len(text) >= SNIPPET - 5 or article.length > SNIPPET
-    return text + ("…" if more else "")
+    before = "…" if article.snippet_from > 1 else ""
+    after = "…" if article.snippet_from - 1 + SNIPPET < article.length else ""
+    return before + text + after
 
 
 def search_sources() -> list[str]:

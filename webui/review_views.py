@@ -183,13 +183,20 @@ def _csv_response(rows, name: str) -> StreamingHttpResponse:
     return response
 
 
+# What an editor knows an article by, beside its internal id, in every export.
+ARTICLE_FIELDS = ("external_id", "title", "source", "url")
+
+
 def _decision_rows():
-    yield ["decision", "article_a", "article_b", "verdict", "decided_by", "decided_at", "note"]
+    head = ["decision", "article_a", "article_b", "verdict", "decided_by", "decided_at", "note"]
+    yield [*head, *(f"{side}_{name}" for side in ("a", "b") for name in ARTICLE_FIELDS)]
+    names = [f"{side}__{name}" for side in ("a", "b") for name in ARTICLE_FIELDS]
     rows = Decision.objects.order_by("id").values_list(
-        "id", "a_id", "b_id", "verdict", "decided_by__username", "decided_at", "note"
+        "id", "a_id", "b_id", "verdict", "decided_by__username", "decided_at", "note", *names
     )
-    for did, a, b, verdict, who, when, note in rows.iterator(chunk_size=2000):
-        yield [did, a, b or "", verdict, who or "", when.isoformat(), note]
+    for did, a, b, verdict, who, when, note, *fields in rows.iterator(chunk_size=2000):
+        fields = ["" if value is None else value for value in fields]
+        yield [did, a, b or "", verdict, who or "", when.isoformat(), note, *fields]
 
 
 @require_GET
@@ -199,30 +206,52 @@ def decisions_export(request: HttpRequest) -> StreamingHttpResponse:
     return _csv_response(_decision_rows(), "decisions.csv")
 
 
+def _with_article_fields(rows: list[list]):
+    """Yield rows (their second cell an article id) with the article's external id, title
+    and URL appended: one query per batch of rows."""
+    ids = {row[1] for row in rows}
+    found = Article.objects.filter(id__in=ids).values_list("id", "external_id", "title", "url")
+    fields = {pk: rest for pk, *rest in found}
+    for row in rows:
+        yield row + list(fields.get(row[1], ("", "", "")))
+
+
 def _cluster_rows(found: clusters.Clustering):
-    yield ["cluster", "article", "role", "size", "via", "kind", "distance", "similarity", "source"]
+    yield [
+        "cluster", "article", "role", "size", "via", "kind", "distance", "similarity", "source",
+        "external_id", "title", "url",
+    ]  # fmt: skip
     table = found.table
     grouped, starts, ends = clusters.cluster_groups(found)
+    batch: list[list] = []
     for c in range(len(found.size)):
         members, _edges = clusters.member_paths(found, c, grouped[starts[c] : ends[c]])
         original = members[0].article_id
         for m in members:
             source = table.sources[table.source[m.node]] if table.sources else ""
             if m.edge is None:
-                yield [original, m.article_id, "original", len(members), "", "", "", "", source]
+                batch.append(
+                    [original, m.article_id, "original", len(members), "", "", "", "", source]
+                )
                 continue
             d = int(table.distance[m.edge])
-            yield [
-                original,
-                m.article_id,
-                "member",
-                len(members),
-                m.via,
-                clusters.KIND_NAMES[int(table.kind[m.edge])],
-                "" if d < 0 else d,
-                f"{float(table.similarity[m.edge]):.4f}",
-                source,
-            ]
+            batch.append(
+                [
+                    original,
+                    m.article_id,
+                    "member",
+                    len(members),
+                    m.via,
+                    clusters.KIND_NAMES[int(table.kind[m.edge])],
+                    "" if d < 0 else d,
+                    f"{float(table.similarity[m.edge]):.4f}",
+                    source,
+                ]
+            )
+        if len(batch) >= 2000:
+            yield from _with_article_fields(batch)
+            batch = []
+    yield from _with_article_fields(batch)
 
 
 @require_GET

@@ -410,6 +410,27 @@ def test_exports_stream_csv_with_a_header(editor_client, editor, chain):
     assert editor_client.get("/export/clusters.csv?k=zz").status_code == 200  # k: ignored
 
 
+def test_exports_name_articles_as_editors_know_them(editor_client, editor, chain):
+    a, b, _c = chain
+    Article.objects.filter(id=a.id).update(external_id="xh-1", url="https://example.com/1")
+    Decision.objects.create(a=a, b=b, verdict="duplicate", decided_by=editor)
+    response = editor_client.get("/export/decisions.csv")
+    head, row = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    named = dict(zip(head, row, strict=True))
+    assert (named["a_external_id"], named["a_title"], named["a_source"]) == (
+        "xh-1", "标题 1", "人民日报"
+    )  # fmt: skip
+    assert (named["a_url"], named["b_external_id"], named["b_title"]) == (
+        "https://example.com/1", "", "标题 2"
+    )  # fmt: skip
+    response = editor_client.get("/export/clusters.csv")
+    head, *rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert head[-3:] == ["external_id", "title", "url"]
+    by_article = {r[1]: dict(zip(head, r, strict=True)) for r in rows}
+    assert by_article[str(a.id)]["external_id"] == "xh-1"
+    assert by_article[str(b.id)]["title"] == "标题 2"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
     import threading

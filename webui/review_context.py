@@ -12,6 +12,7 @@ from functools import lru_cache
 from urllib.parse import urlencode
 
 import numpy as np
+from django.db.models.functions import Substr
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -216,7 +217,12 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         others = [int(table.article_id[n]) for n in found.members(c)[:5]]
         samples[c] = [i for i in others if i not in originals][:3]
     wanted = set(originals) | {i for ids in samples.values() for i in ids}
-    articles = Article.objects.only("id", "title", "source", "dated_at", "length").in_bulk(wanted)
+    # An untitled article is shown by the start of its text.
+    articles = (
+        Article.objects.only("id", "title", "source", "dated_at", "length")
+        .annotate(head=Substr("body", 1, 60))
+        .in_bulk(wanted)
+    )
     rows = [
         {
             "number": c,

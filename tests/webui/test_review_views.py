@@ -154,6 +154,17 @@ def test_queue_filters_and_search(editor_client, chain):
     assert listed("from=2024-05-01&to=2024-05-01") == 1
 
 
+def test_queue_shows_an_untitled_article_by_its_text_and_offers_the_full_search(
+    editor_client, chain
+):
+    a, _b, _c = chain
+    Article.objects.filter(id=a.id).update(title="")
+    html = editor_client.get("/?status=all").content.decode()
+    assert "今天北京的天气很好" in html and f"文章 {a.id}" not in html
+    html = editor_client.get("/?status=all&q=不存在的词").content.decode()
+    assert 'href="/articles/?q=%E4%B8%8D%E5%AD%98%E5%9C%A8%E7%9A%84%E8%AF%8D"' in html
+
+
 def test_queue_empty_state_says_what_to_do(editor_client):
     response = editor_client.get("/")
     assert response.status_code == 200

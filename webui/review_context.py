@@ -313,6 +313,7 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
     # Rows are plain strings made here: a cluster of hundreds renders without a tag per cell.
     query = threshold.query()
     compare = reverse("webui:compare", args=[1, 2]).replace("/1/2/", "/{}/{}/") + "?" + query
+    page_of = reverse("webui:article", args=[1]).replace("/1/", "/{}/")
     kinds = {code: str(MatchKind(name).label) for code, name in KIND_NAMES.items()}
     verdicts = dict(Verdict.choices)
 
@@ -371,6 +372,7 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
                 else f"{float(table.similarity[e_direct]):.3f}",
                 "steps": _("%(n)s steps") % {"n": m.hops} if m.hops > 1 else "",
                 "compare_url": compare.format(original_id, m.article_id),
+                "article_url": page_of.format(m.article_id),
                 "edge": edge,
             }
         )

@@ -99,6 +99,8 @@ def test_upload_shows_progress_until_done_with_row_errors(
     row.locator(".upload-name").click()
     expect(page.locator("h1")).to_have_text("articles.jsonl")
     expect(page.locator(".upload-articles tbody tr")).to_have_count(8)
+    expect(page.locator(".upload-articles")).to_contain_text("完全相同于")  # the exact copy
+    shot(page, "03b-upload-page")
 
 
 def test_u_opens_the_file_field_dropped_files_upload_bad_ones_are_refused(

@@ -327,6 +327,13 @@ def test_deciding_side_by_side_goes_on_to_the_next_undecided_pair(editor_client,
     assert response["Location"] == here
 
 
+def test_two_unmatched_articles_side_by_side_claim_no_cluster(editor_client, chain):
+    a, _b, _c = chain
+    lone = article(9)
+    html = editor_client.get(f"/compare/{a.id}/{lone.id}/").content.decode()
+    assert 'id="next-pair-none"' not in html
+
+
 def test_stale_decision_is_refused_with_who_and_when(editor_client, django_user_model, chain):
     a, b, _c = chain
     other = user_in(django_user_model, "editor", "wang.fang")

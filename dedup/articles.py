@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Greatest, StrIndex, Substr, Upper
 from django.utils import timezone
@@ -172,10 +173,30 @@ def _snippet(article: Article) -> str:
     return before + text + after
 
 
+SOURCES_SHOWN = 500
+
+
 def search_sources() -> list[str]:
-    """Return the sources articles name, for the filter."""
-    names = Article.objects.exclude(source="").values_list("source", flat=True).distinct()
-    return list(names.order_by("source")[:500])
+    """Return the sources articles name, for the filter (at most SOURCES_SHOWN)."""
+    if connection.vendor != "postgresql":
+        names = Article.objects.exclude(source="").values_list("source", flat=True).distinct()
+        return list(names.order_by("source")[:SOURCES_SHOWN])
+    # DISTINCT reads every entry of the source index; this hops from one source to the next.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH RECURSIVE s(source) AS (
+                (SELECT source FROM dedup_article WHERE source > '' ORDER BY source LIMIT 1)
+                UNION ALL
+                SELECT (SELECT a.source FROM dedup_article a WHERE a.source > s.source
+                        ORDER BY a.source LIMIT 1)
+                FROM s WHERE s.source IS NOT NULL
+            )
+            SELECT source FROM s WHERE source IS NOT NULL LIMIT %s
+            """,
+            [SOURCES_SHOWN],
+        )
+        return [name for (name,) in cursor.fetchall()]
 
 
 # --- one article -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ Reads only; the views stay short and the decisions go through dedup.review.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass
@@ -205,10 +206,14 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
     found = table.clustering(threshold.bars)
     order = clusters.cluster_queue(found, qp.filter(None))
     text_limited = False
+    hits = None
     if qp.q:
         hits = search_hits(qp.q, found, order)
         text_limited = len(order) > TEXT_SEARCHED
         order = clusters.cluster_queue(found, qp.filter(hits))
+    # The figures follow the filters and the search, whatever the status: they say how many
+    # of the clusters these filters select wait for review.
+    counted = clusters.cluster_queue(found, dataclasses.replace(qp, status="all").filter(hits))
     page = Paginator(order, PER_PAGE).get_page(page_number)
     numbers = [int(c) for c in page.object_list]
     originals = [int(table.article_id[found.original[c]]) for c in numbers]
@@ -252,11 +257,12 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         "text_searched": TEXT_SEARCHED,
         "bands": list(BANDS),
         "counts": {
-            "clusters": len(found.size),
-            "articles": len(found.nodes),
-            "waiting": int(np.count_nonzero(found.waiting)),
-            "matches": int(np.count_nonzero(found.shown)),
+            "clusters": len(counted),
+            "articles": int(found.size[counted].sum()),
+            "waiting": int(np.count_nonzero(found.waiting[counted])),
+            "matches": int(found.matches[counted].sum()),
             "listed": len(order),
+            "filtered": len(counted) < len(found.size),
         },
         "near_chart": charts["near"],
         "partial_chart": charts["partial"],

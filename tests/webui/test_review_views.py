@@ -165,6 +165,24 @@ def test_queue_shows_an_untitled_article_by_its_text_and_offers_the_full_search(
     assert 'href="/articles/?q=%E4%B8%8D%E5%AD%98%E5%9C%A8%E7%9A%84%E8%AF%8D"' in html
 
 
+def test_queue_figures_follow_the_filters_and_the_search(editor_client, chain):
+    far = article(20, body="完全不同的一篇文章，讲的是上海的交通。", source="新华社")
+    near = article(21, body="完全不同的一篇文章，讲的是上海的交通状况。", source="新华社")
+    Match.objects.create(a=far, b=near, kind="near", distance=1, similarity=0.9)
+    Decision.objects.create(a=far, b=near, verdict="duplicate")
+    counts = editor_client.get("/?status=all").context["counts"]
+    assert (counts["clusters"], counts["articles"], counts["waiting"], counts["matches"]) == (
+        2, 5, 1, 3
+    )  # fmt: skip
+    # One cluster from 新华社, reviewed: counted, but none listed as waiting.
+    counts = editor_client.get("/?source=新华社").context["counts"]
+    assert (counts["clusters"], counts["articles"], counts["waiting"], counts["listed"]) == (
+        1, 2, 0, 0
+    )  # fmt: skip
+    counts = editor_client.get("/?q=公园散步").context["counts"]
+    assert (counts["clusters"], counts["articles"], counts["matches"]) == (1, 3, 2)
+
+
 def test_queue_empty_state_says_what_to_do(editor_client):
     response = editor_client.get("/")
     assert response.status_code == 200

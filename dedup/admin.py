@@ -212,6 +212,8 @@ class UploadBatchAdmin(ReadOnlyAdmin):
         "name",
         "file",
         "uploaded_by",
+        "source",
+        "published_at",
         "state",
         "total_rows",
         "accepted",

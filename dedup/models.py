@@ -329,6 +329,8 @@ class UploadBatch(models.Model):
     )
     # Given to the rows that name no source (the upload form's field, import --source).
     source = models.CharField(_("source"), max_length=200, blank=True)
+    # Given to the rows that name no publication time.
+    published_at = models.DateTimeField(_("published"), null=True, blank=True)
     total_rows = models.PositiveIntegerField(default=0)
     accepted = models.PositiveIntegerField(default=0)
     rejected = models.PositiveIntegerField(default=0)

@@ -68,7 +68,11 @@ def _uploads_store(form: UploadForm, user) -> tuple[list[UploadBatch], list[str]
         try:
             created.append(
                 services.upload_create(
-                    file=file, name=file.name, user=user, source=form.cleaned_data["source"]
+                    file=file,
+                    name=file.name,
+                    user=user,
+                    source=form.cleaned_data["source"],
+                    published_at=form.cleaned_data["published"],
                 )
             )
         except UploadTooLarge as exc:  # the form checks first; the service has the last word

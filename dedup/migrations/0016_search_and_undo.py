@@ -1,4 +1,5 @@
-"""Search every article, an upload's default source, and undoing a decision.
+"""Search every article, an upload's default source and publication time, and undoing a
+decision.
 
 Title, text and URL search are `UPPER(column) LIKE UPPER('%q%')` (Django's icontains on
 PostgreSQL), served by trigram GIN indexes on those expressions; pg_trgm makes trigrams of
@@ -53,6 +54,11 @@ class Migration(migrations.Migration):
             model_name="uploadbatch",
             name="source",
             field=models.CharField(blank=True, max_length=200, verbose_name="source"),
+        ),
+        migrations.AddField(
+            model_name="uploadbatch",
+            name="published_at",
+            field=models.DateTimeField(blank=True, null=True, verbose_name="published"),
         ),
         migrations.AlterField(
             model_name="decision",

@@ -74,9 +74,11 @@ def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datet
     return sorted(set(ids))
 
 
-def upload_create(*, file, name: str, user=None, source: str = "") -> UploadBatch:
+def upload_create(
+    *, file, name: str, user=None, source: str = "", published_at: datetime | None = None
+) -> UploadBatch:
     """Store an uploaded file and have a worker read it; nothing is parsed here. `source`
-    is given to the rows that name none."""
+    and `published_at` are given to the rows that name none."""
     limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
     size = getattr(file, "size", None)
     if size is None:
@@ -90,7 +92,12 @@ def upload_create(*, file, name: str, user=None, source: str = "") -> UploadBatc
         )
     safe_name = PurePosixPath(name.replace("\\", "/")).name or "upload"
     with transaction.atomic():
-        batch = UploadBatch(name=name[:300], uploaded_by=user, source=source.strip()[:200])
+        batch = UploadBatch(
+            name=name[:300],
+            uploaded_by=user,
+            source=source.strip()[:200],
+            published_at=published_at,
+        )
         batch.file.save(safe_name, File(file, name=safe_name), save=False)
         batch.save()
         from dedup import tasks
@@ -135,6 +142,8 @@ def upload_process(*, upload_id: int) -> UploadBatch:
                     fields = article_clean(obj)
                     if not fields["source"]:
                         fields["source"] = batch.source
+                    if fields["published_at"] is None:
+                        fields["published_at"] = batch.published_at
                 except ArticleInvalid as error:
                     rejected += 1
                     if len(errors) < MAX_UPLOAD_ERRORS:

@@ -1,5 +1,5 @@
 // The upload page: files chosen or dropped are listed, and sent one by one when the form is
-// submitted (once: choosing a file no longer sends it as well), with the source field; then
+// submitted (once: choosing a file no longer sends it as well), with the source and date; then
 // each upload's status is polled until it is done or failed. Every text from the server is
 // set with textContent.
 (function () {
@@ -13,6 +13,7 @@
   const errorList = document.getElementById("upload-errors");
   const chosen = document.getElementById("upload-chosen");
   const source = document.getElementById("id_source");
+  const published = document.getElementById("id_published");
   if (!form || !input || !list || !template) return;
   input.dataset.key = "u";
   const POLL_MS = 700;
@@ -108,6 +109,7 @@
       const body = new FormData();
       body.append("files", file, file.name);
       if (source) body.append("source", source.value);
+      if (published) body.append("published", published.value);
       return window.dedup.send(form.action, { method: "POST", body: body })
         .then(function (response) { return response.json(); })
         .then(function (answer) {

@@ -77,6 +77,7 @@ def test_upload_shows_progress_until_done_with_row_errors(
     # none.
     expect(page.locator("#upload-chosen")).to_contain_text("articles.jsonl")
     page.fill("#id_source", "人民网")
+    page.fill("#id_published", "2024-05-01")
     page.click("#upload-form button[type=submit]")
     row = page.locator("#uploads .upload").first
     expect(row.locator(".upload-name")).to_have_text("articles.jsonl")
@@ -91,11 +92,15 @@ def test_upload_shows_progress_until_done_with_row_errors(
     expect(errors.locator("tbody tr").first.locator("td").first).to_have_text("9")
     shot(page, "03-upload-done")
     assert page.js_errors == []
+    from django.utils import timezone
+
     from dedup.models import Article, UploadBatch
 
     assert UploadBatch.objects.count() == 1
     assert Article.objects.get(title="无关").source == "人民网"
     assert Article.objects.get(title="原文").source == "新华社"  # the row's own
+    published = timezone.localtime(Article.objects.get(title="无关").published_at)
+    assert published.strftime("%Y-%m-%d %H:%M") == "2024-05-01 00:00"  # the site's midnight
     row.locator(".upload-name").click()
     expect(page.locator("h1")).to_have_text("articles.jsonl")
     expect(page.locator(".upload-articles tbody tr")).to_have_count(8)

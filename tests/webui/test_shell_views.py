@@ -194,18 +194,30 @@ def test_upload_stores_each_file_for_the_workers(editor_client):
     assert UploadBatch.objects.filter(uploaded_by__username="ed").count() == 2
 
 
-def test_upload_source_goes_to_the_rows_that_name_none(editor_client):
-    rows = [{"title": "a", "text": ARTICLE}, {"title": "b", "text": NEAR, "source": "新华社"}]
+def test_upload_source_and_date_go_to_the_rows_that_name_none(editor_client):
+    rows = [
+        {"title": "a", "text": ARTICLE},
+        {"title": "b", "text": NEAR, "source": "新华社", "published_at": "2024-03-01T08:00+08:00"},
+    ]
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
     file = SimpleUploadedFile("a.jsonl", data)
     response = editor_client.post(
-        "/upload/", {"files": [file], "source": " 人民网 "}, headers={"accept": "application/json"}
+        "/upload/",
+        {"files": [file], "source": " 人民网 ", "published": "2024-05-01"},
+        headers={"accept": "application/json"},
     )
     assert response.status_code == 202
     batch = UploadBatch.objects.get()
     assert batch.source == "人民网"
     services.upload_process(upload_id=batch.id)
     assert dict(batch.articles.values_list("title", "source")) == {"a": "人民网", "b": "新华社"}
+    published = {
+        title: timezone.localtime(when).strftime("%Y-%m-%d %H:%M")
+        for title, when in batch.articles.values_list("title", "published_at")
+    }
+    assert published == {"a": "2024-05-01 00:00", "b": "2024-03-01 08:00"}  # the row's own
+    a = batch.articles.get(title="a")
+    assert a.dated_at == a.published_at  # what the retention window compares
     page = editor_client.get("/upload/").content.decode()
     assert f'href="/uploads/{batch.id}/"' in page  # the row opens the upload's page
 

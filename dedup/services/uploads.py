@@ -197,3 +197,28 @@ def _upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> Non
     else:
         processing = processing.filter(processed__gte=F("accepted"))
     processing.update(state=UploadState.DONE, finished_at=timezone.now())
+
+
+@transaction.atomic
+def upload_delete(*, upload_id: int) -> int:
+    """Delete an upload with its articles and all that hangs on them (fingerprints, index
+    rows, matches, decisions); return how many articles went.
+
+    An article of another upload that was set aside as an exact copy of one of them was never
+    indexed: it is sent to the workers again, to be fingerprinted or to find another original."""
+    batch = UploadBatch.objects.select_for_update().get(id=upload_id)
+    orphans = list(
+        Article.objects.filter(exact_of__upload_id=upload_id)
+        .exclude(upload_id=upload_id)
+        .values_list("id", flat=True)
+    )
+    _total, per_model = Article.objects.filter(upload_id=upload_id).delete()
+    Article.objects.filter(id__in=orphans).update(
+        status=ArticleStatus.PENDING, exact_of=None, status_message="", claimed_at=None
+    )
+    _enqueue_process(sorted(orphans))
+    name = batch.file.name
+    batch.delete()
+    if name:
+        transaction.on_commit(lambda: batch.file.storage.delete(name))
+    return per_model.get(Article._meta.label, 0)

@@ -397,6 +397,23 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
     }
 
 
+def cluster_waiting_pairs(article_id: int, threshold: Threshold) -> list[tuple[int, int, int]]:
+    """Return (a, b, seen) of every undecided pair of the cluster holding an article, as its
+    page shows it (not only the rows on screen); seen is the decision an undo left, or 0."""
+    table = clusters.match_table()
+    found = table.clustering(threshold.bars, rejected=True)
+    node = table.node(article_id)
+    if node is None or found.label[node] < 0:
+        return []
+    edges = found.edges(int(found.label[node]))
+    waiting = edges[table.decision[edges] == clusters.UNDECIDED]
+    ids = table.article_id
+    return [
+        (int(ids[table.a[e]]), int(ids[table.b[e]]), int(table.decision_id[e]))
+        for e in waiting.tolist()
+    ]
+
+
 def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
     """Return the ids of the members of the cluster holding an article (empty when none), as
     its page shows them (rejected pairs included)."""

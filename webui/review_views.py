@@ -150,6 +150,33 @@ def decisions_bulk(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @editor_required
+def decisions_cluster(request: HttpRequest) -> HttpResponse:
+    """Record one verdict on every undecided pair of a cluster, shown or not."""
+    try:
+        article_id = int(request.POST.get("cluster", ""))
+        threshold = ctx.threshold_parse(request.POST)
+        pairs = [
+            review.PairDecision(a, b, seen)
+            for a, b, seen in ctx.cluster_waiting_pairs(article_id, threshold)
+        ]
+        done, problems = review.decisions_bulk(
+            pairs=pairs, verdict=request.POST.get("verdict", ""), user=request.user
+        )
+    except (ValueError, review.DecisionInvalid) as error:
+        message = str(error) if isinstance(error, review.DecisionInvalid) else ""
+        messages.error(request, message or _("That cluster could not be read; reload the page."))
+        return redirect(_next(request))
+    if done:
+        messages.success(request, _("Recorded %(n)s decisions.") % {"n": done})
+    elif not problems:
+        messages.info(request, _("No pair of this cluster was waiting."))
+    for problem in problems:
+        messages.error(request, problem)
+    return redirect(_next(request))
+
+
+@require_POST
+@editor_required
 def original_choose(request: HttpRequest) -> HttpResponse:
     """Make an article the original of its cluster."""
     try:

@@ -77,6 +77,9 @@ def test_signed_in_user_without_a_role_gets_403(django_user_model, chain):
     assert client.get("/").status_code == 403
     response = client.post("/decisions/", {"pick": f"duplicate:{chain[0].id}:{chain[1].id}:0"})
     assert response.status_code == 403
+    response = client.post("/decisions/cluster/", {"cluster": chain[0].id, "verdict": "duplicate"})
+    assert response.status_code == 403
+    assert Client().post("/decisions/cluster/", {"cluster": chain[0].id}).status_code == 302
     assert not Decision.objects.exists()
 
 
@@ -345,6 +348,29 @@ def test_deciding_side_by_side_goes_on_to_the_next_undecided_pair(editor_client,
     assert response["Location"] == here
 
 
+def test_whole_cluster_decided_at_once_including_pairs_not_on_screen(
+    editor_client, chain, monkeypatch
+):
+    a, b, c = chain
+    monkeypatch.setattr("webui.review_context.MEMBERS_SHOWN", 2)  # c is off the page
+    page = editor_client.get(f"/clusters/{a.id}/")
+    assert len(page.context["rows"]) == 2
+    assert 'id="cluster-all-duplicate"' in page.content.decode()
+    Decision.objects.create(a=a, b=b, verdict="not_duplicate")  # decided: left alone
+    response = editor_client.post(
+        "/decisions/cluster/",
+        {"cluster": a.id, "verdict": "duplicate", "next": f"/clusters/{a.id}/"},
+        follow=True,
+    )
+    assert response.redirect_chain[-1][0] == f"/clusters/{a.id}/"
+    latest = {(d.a_id, d.b_id): d.verdict for d in Decision.objects.order_by("id")}
+    assert latest == {(a.id, b.id): "not_duplicate", (b.id, c.id): "duplicate"}
+    again = editor_client.post("/decisions/cluster/", {"cluster": a.id, "verdict": "duplicate"})
+    assert again.status_code == 302 and Decision.objects.count() == 2  # nothing waits
+    bad = editor_client.post("/decisions/cluster/", {"cluster": "x", "verdict": "duplicate"})
+    assert bad.status_code == 302 and Decision.objects.count() == 2
+
+
 def test_two_unmatched_articles_side_by_side_claim_no_cluster(editor_client, chain):
     a, _b, _c = chain
     lone = article(9)
@@ -391,6 +417,9 @@ def test_missing_csrf_token_is_refused(editor, chain):
     client.force_login(editor)
     response = client.post("/decisions/", {"pick": f"duplicate:{chain[0].id}:{chain[1].id}:0"})
     assert response.status_code == 403
+    response = client.post("/decisions/cluster/", {"cluster": chain[0].id, "verdict": "duplicate"})
+    assert response.status_code == 403
+    assert Client().post("/decisions/cluster/", {"cluster": chain[0].id}).status_code == 302
     assert not Decision.objects.exists()
 
 

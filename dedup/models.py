@@ -174,6 +174,7 @@ class Article(models.Model):
     processed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name, verbose_name_plural = _("article"), _("articles")
         # Every index is updated when an article's status changes (twice per article): only
         # those that queries need.
         indexes = [
@@ -216,6 +217,7 @@ class Fingerprint(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name, verbose_name_plural = _("fingerprint"), _("fingerprints")
         constraints = [
             models.UniqueConstraint(
                 fields=["article", "version"], name="one_fingerprint_per_version"
@@ -295,7 +297,7 @@ class Match(models.Model):
     found_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
-        verbose_name_plural = "matches"
+        verbose_name, verbose_name_plural = _("match"), _("matches")
         constraints = [
             models.UniqueConstraint(fields=["a", "b"], name="one_match_per_pair"),
             models.CheckConstraint(condition=Q(a__lt=F("b")), name="match_a_before_b"),
@@ -340,7 +342,7 @@ class UploadBatch(models.Model):
     message = models.TextField(blank=True)  # why the whole file failed, if it did
 
     class Meta:
-        verbose_name_plural = "upload batches"
+        verbose_name, verbose_name_plural = _("upload batch"), _("upload batches")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.state})"
@@ -368,6 +370,9 @@ class Decision(models.Model):
     decided_at = models.DateTimeField(auto_now_add=True, db_index=True)
     note = models.CharField(max_length=500, blank=True)
 
+    class Meta:
+        verbose_name, verbose_name_plural = _("decision"), _("decisions")
+
     def __str__(self) -> str:
         pair = f"{self.a_id} ~ {self.b_id}" if self.b_id else f"{self.a_id}"
         return f"{pair}: {self.verdict}"
@@ -384,6 +389,9 @@ class RebuildJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     message = models.TextField(blank=True)
 
+    class Meta:
+        verbose_name, verbose_name_plural = _("rebuild job"), _("rebuild jobs")
+
     def __str__(self) -> str:
         return f"rebuild {self.version} ({self.state} {self.done}/{self.total})"
 
@@ -398,6 +406,9 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name, verbose_name_plural = _("API token"), _("API tokens")
 
     def __str__(self) -> str:
         return f"{self.name or 'token'} of {self.user}"

@@ -1,5 +1,5 @@
-"""Search every article, an upload's default source and publication time, and undoing a
-decision.
+"""Search every article, an upload's default source and publication time, undoing a
+decision, and the models' names in the admin's languages.
 
 Title, text and URL search are `UPPER(column) LIKE UPPER('%q%')` (Django's icontains on
 PostgreSQL), served by trigram GIN indexes on those expressions; pg_trgm makes trigrams of
@@ -76,6 +76,34 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="article",
             index=models.Index(fields=["external_id"], name="article_external_id"),
+        ),
+        migrations.AlterModelOptions(
+            name="apitoken",
+            options={"verbose_name": "API token", "verbose_name_plural": "API tokens"},
+        ),
+        migrations.AlterModelOptions(
+            name="article",
+            options={"verbose_name": "article", "verbose_name_plural": "articles"},
+        ),
+        migrations.AlterModelOptions(
+            name="decision",
+            options={"verbose_name": "decision", "verbose_name_plural": "decisions"},
+        ),
+        migrations.AlterModelOptions(
+            name="fingerprint",
+            options={"verbose_name": "fingerprint", "verbose_name_plural": "fingerprints"},
+        ),
+        migrations.AlterModelOptions(
+            name="match",
+            options={"verbose_name": "match", "verbose_name_plural": "matches"},
+        ),
+        migrations.AlterModelOptions(
+            name="rebuildjob",
+            options={"verbose_name": "rebuild job", "verbose_name_plural": "rebuild jobs"},
+        ),
+        migrations.AlterModelOptions(
+            name="uploadbatch",
+            options={"verbose_name": "upload batch", "verbose_name_plural": "upload batches"},
         ),
         migrations.RunPython(trigram_indexes_create, trigram_indexes_drop),
     ]

@@ -10,7 +10,9 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
@@ -212,6 +214,8 @@ class UploadBatchAdmin(ReadOnlyAdmin):
         "name",
         "file",
         "uploaded_by",
+        "source",
+        "published_at",
         "state",
         "total_rows",
         "accepted",
@@ -222,6 +226,40 @@ class UploadBatchAdmin(ReadOnlyAdmin):
         "finished_at",
     ]
     readonly_fields = fields
+    actions = ["uploads_delete_with_articles"]
+
+    @admin.action(
+        description=_("Delete the selected uploads with their articles, index rows and matches"),
+        permissions=["delete"],
+    )
+    def uploads_delete_with_articles(self, request, queryset):
+        """Ask first (how many articles, matches and decisions go), then delete each upload
+        through services.upload_delete."""
+        uploads = list(queryset.order_by("id"))
+        if request.POST.get("confirmed") != "yes":
+            ids = [u.id for u in uploads]
+            articles = Article.objects.filter(upload_id__in=ids)
+            touching = Q(a__upload_id__in=ids) | Q(b__upload_id__in=ids)
+            context = {
+                **self.admin_site.each_context(request),
+                "title": _("Delete uploads with their articles?"),
+                "uploads": uploads,
+                "articles": articles.count(),
+                "matches": Match.objects.filter(touching).count(),
+                "decisions": Decision.objects.filter(touching).count(),
+                "action": "uploads_delete_with_articles",
+                "opts": self.model._meta,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(request, "admin/dedup/uploads_delete.html", context)
+        gone = sum(services.upload_delete(upload_id=u.id) for u in uploads)
+        self.message_user(
+            request,
+            _("Deleted %(uploads)d upload(s) and %(articles)d article(s).")
+            % {"uploads": len(uploads), "articles": gone},
+            messages.SUCCESS,
+        )
+        return None
 
     @admin.display(description=_("rejected rows"))
     def error_report(self, obj: UploadBatch) -> str:

@@ -67,28 +67,30 @@ class MatchTable:
         """Return the node index of an article, or None when it has no match."""
         return _index(self.article_id, article_id)
 
-    def shown(self, bars: Bars) -> np.ndarray:
-        """Return the mask of matches shown at these bars (rejected pairs never are)."""
+    def shown(self, bars: Bars, *, rejected: bool = False) -> np.ndarray:
+        """Return the mask of matches shown at these bars; pairs an editor rejected only
+        with `rejected` (a cluster's page keeps them in place, marked)."""
         near, partial = bars.key()
         keep = np.where(self.kind == NEAR, self.similarity >= near, self.kind == EXACT)
         keep |= (self.kind == PARTIAL) & (self.similarity >= partial)
-        return keep & (self.decision != REJECTED)
+        return keep if rejected else keep & (self.decision != REJECTED)
 
     def title_search(self, q: str) -> np.ndarray:
         """Return the ids of matched articles whose title contains q (any letter case)."""
         q = q.casefold()
         return self.article_id[[i for i, title in enumerate(self.titles) if q in title]]
 
-    def clustering(self, bars: Bars) -> Clustering:
+    def clustering(self, bars: Bars, *, rejected: bool = False) -> Clustering:
         """Return the clusters at these bars, cached: a slider moved back and forth costs
-        nothing."""
-        key = Bars(*bars.key())
+        nothing. With `rejected`, pairs an editor rejected still join their articles: what a
+        cluster's page shows, so that a decision moves no row."""
+        key = (Bars(*bars.key()), rejected)
         with _lock:
             found = self._clusterings.get(key)
             if found is not None:
                 self._clusterings.move_to_end(key)
                 return found
-        found = Clustering.build(self, key)
+        found = Clustering.build(self, key[0], rejected=rejected)
         with _lock:
             self._clusterings[key] = found
             while len(self._clusterings) > 16:
@@ -131,9 +133,9 @@ class Clustering:
     nodes: np.ndarray  # the nodes in some cluster
 
     @classmethod
-    def build(cls, table: MatchTable, bars: Bars) -> Clustering:
+    def build(cls, table: MatchTable, bars: Bars, *, rejected: bool = False) -> Clustering:
         n = len(table.article_id)
-        shown = table.shown(bars)
+        shown = table.shown(bars, rejected=rejected)
         a, b = table.a[shown], table.b[shown]
         roots = components(n, a, b)
         in_cluster = np.zeros(n, bool)

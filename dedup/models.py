@@ -174,6 +174,7 @@ class Article(models.Model):
     processed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name, verbose_name_plural = _("article"), _("articles")
         # Every index is updated when an article's status changes (twice per article): only
         # those that queries need.
         indexes = [
@@ -181,6 +182,10 @@ class Article(models.Model):
             models.Index(
                 fields=["exact_of"], condition=Q(exact_of__isnull=False), name="article_exact_of"
             ),
+            # Editors look articles up by the id they were uploaded with (webui search). The
+            # trigram indexes that serve title, text and URL search are PostgreSQL's own
+            # (migration 0016), outside the model: SQLite has no such index.
+            models.Index(fields=["external_id"], name="article_external_id"),
         ]
         constraints = [
             # An upload read twice (a retried task) cannot create a row's article twice.
@@ -212,6 +217,7 @@ class Fingerprint(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name, verbose_name_plural = _("fingerprint"), _("fingerprints")
         constraints = [
             models.UniqueConstraint(
                 fields=["article", "version"], name="one_fingerprint_per_version"
@@ -292,7 +298,7 @@ class Match(models.Model):
     found_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
-        verbose_name_plural = "matches"
+        verbose_name, verbose_name_plural = _("match"), _("matches")
         constraints = [
             models.UniqueConstraint(fields=["a", "b"], name="one_match_per_pair"),
             models.CheckConstraint(condition=Q(a__lt=F("b")), name="match_a_before_b"),
@@ -324,6 +330,10 @@ class UploadBatch(models.Model):
     state = models.CharField(
         max_length=12, choices=UploadState.choices, default=UploadState.RECEIVED
     )
+    # Given to the rows that name no source (the upload form's field, import --source).
+    source = models.CharField(_("source"), max_length=200, blank=True)
+    # Given to the rows that name no publication time.
+    published_at = models.DateTimeField(_("published"), null=True, blank=True)
     total_rows = models.PositiveIntegerField(default=0)
     accepted = models.PositiveIntegerField(default=0)
     rejected = models.PositiveIntegerField(default=0)
@@ -333,7 +343,7 @@ class UploadBatch(models.Model):
     message = models.TextField(blank=True)  # why the whole file failed, if it did
 
     class Meta:
-        verbose_name_plural = "upload batches"
+        verbose_name, verbose_name_plural = _("upload batch"), _("upload batches")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.state})"
@@ -343,6 +353,8 @@ class Verdict(models.TextChoices):
     DUPLICATE = "duplicate", _("duplicate")
     NOT_DUPLICATE = "not_duplicate", _("not a duplicate")
     ORIGINAL = "original", _("original")
+    # An editor took back the pair's decision: it waits again (the history keeps both).
+    UNDONE = "undone", _("decision undone")
 
 
 class Decision(models.Model):
@@ -358,6 +370,9 @@ class Decision(models.Model):
     )
     decided_at = models.DateTimeField(auto_now_add=True, db_index=True)
     note = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        verbose_name, verbose_name_plural = _("decision"), _("decisions")
 
     def __str__(self) -> str:
         pair = f"{self.a_id} ~ {self.b_id}" if self.b_id else f"{self.a_id}"
@@ -375,6 +390,9 @@ class RebuildJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     message = models.TextField(blank=True)
 
+    class Meta:
+        verbose_name, verbose_name_plural = _("rebuild job"), _("rebuild jobs")
+
     def __str__(self) -> str:
         return f"rebuild {self.version} ({self.state} {self.done}/{self.total})"
 
@@ -389,6 +407,9 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name, verbose_name_plural = _("API token"), _("API tokens")
 
     def __str__(self) -> str:
         return f"{self.name or 'token'} of {self.user}"

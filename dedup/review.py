@@ -1,4 +1,5 @@
 """Editors' decisions: a pair is a duplicate or not, an article is a cluster's original.
+Decisions are only added: the latest on a pair counts, and undoing one adds an "undone".
 
 Two editors on the same cluster must not overwrite each other silently: every write carries
 the id of the latest decision the editor saw (0 for none), and is refused when a newer one
@@ -84,6 +85,8 @@ def _pair_record(pair: PairDecision, verdict: str, user, note: str) -> Decision:
         raise DecisionInvalid(_("One of these articles no longer exists; reload the page."))
     latest = pair_latest(lo, hi)
     _check_seen(latest, pair.seen)
+    if verdict == Verdict.UNDONE and (latest is None or latest.verdict == Verdict.UNDONE):
+        raise DecisionInvalid(_("This pair has no decision to undo."))
     return Decision.objects.create(a_id=lo, b_id=hi, verdict=verdict, decided_by=user, note=note)
 
 
@@ -91,8 +94,9 @@ def _pair_record(pair: PairDecision, verdict: str, user, note: str) -> Decision:
 def decision_record(
     *, a_id: int, b_id: int, verdict: str, user, seen: int, note: str = ""
 ) -> Decision:
-    """Record a verdict on a pair unless someone decided after the decision `seen`."""
-    if verdict not in PAIR_VERDICTS:
+    """Record a verdict on a pair unless someone decided after the decision `seen`; the
+    verdict "undone" takes the latest back (the pair waits again, the history keeps both)."""
+    if verdict not in (*PAIR_VERDICTS, Verdict.UNDONE):
         raise DecisionInvalid(_("Choose duplicate or not a duplicate."))
     return _pair_record(PairDecision(a_id, b_id, seen), verdict, user, note)
 

@@ -83,6 +83,7 @@ def upload_status(*, upload_id: int) -> dict:
     return {
         "id": batch.pk,
         "name": batch.name,
+        "source": batch.source,
         "state": batch.state,
         "total_rows": batch.total_rows,
         "accepted": batch.accepted,

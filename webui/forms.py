@@ -1,11 +1,13 @@
-"""Forms of the dashboard's own pages: the bulk upload."""
+"""Forms of the dashboard's own pages: the bulk upload (files, a default source and date)."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import PurePosixPath
 
 from django import forms
 from django.conf import settings
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 # What dedup.readers can read (a .zip may hold any of the others).
@@ -66,3 +68,21 @@ class MultipleFileField(forms.FileField):
 
 class UploadForm(forms.Form):
     files = MultipleFileField(label=_("Files"))
+    source = forms.CharField(
+        label=_("Source"),
+        max_length=200,
+        required=False,
+        help_text=_("given to the articles whose rows name no source"),
+    )
+    published = forms.DateField(
+        label=_("Published"),
+        required=False,
+        help_text=_("given to the articles whose rows name no publication date"),
+    )
+
+    def clean_published(self):
+        """Return the day as the start of that day in the site's time zone, or None."""
+        day = self.cleaned_data.get("published")
+        if day is None:
+            return None
+        return timezone.make_aware(datetime.datetime.combine(day, datetime.time()))

@@ -5,6 +5,7 @@ Reads only; the views stay short and the decisions go through dedup.review.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass
@@ -12,11 +13,13 @@ from functools import lru_cache
 from urllib.parse import urlencode
 
 import numpy as np
+from django.db.models.functions import Substr
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from dedup import clusters
+from dedup.articles import web_url
 from dedup.clusters import BANDS, KIND_NAMES, Bars, QueueFilter
 from dedup.engine.verify import SHORT, Detector
 from dedup.models import Article, Decision, Fingerprint, Match, MatchKind, Settings, Verdict
@@ -83,7 +86,7 @@ def threshold_parse(params) -> Threshold:
     return Threshold(**bars)
 
 
-def _day(raw: str, name: str) -> dt.date | None:
+def day_parse(raw: str, name: str) -> dt.date | None:
     if not raw:
         return None
     try:
@@ -130,8 +133,8 @@ def queue_params_parse(params) -> QueueParams:
     return QueueParams(
         status=status if status in STATUSES else "waiting",
         source=params.get("source", "")[:200],
-        date_from=_day(params.get("from", "").strip(), "from"),
-        date_to=_day(params.get("to", "").strip(), "to"),
+        date_from=day_parse(params.get("from", "").strip(), "from"),
+        date_to=day_parse(params.get("to", "").strip(), "to"),
         band=band if band in BANDS else "",
         sort=sort if sort in SORTS else "size",
         q=" ".join(params.get("q", "").split())[:200],
@@ -203,10 +206,14 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
     found = table.clustering(threshold.bars)
     order = clusters.cluster_queue(found, qp.filter(None))
     text_limited = False
+    hits = None
     if qp.q:
         hits = search_hits(qp.q, found, order)
         text_limited = len(order) > TEXT_SEARCHED
         order = clusters.cluster_queue(found, qp.filter(hits))
+    # The figures follow the filters and the search, whatever the status: they say how many
+    # of the clusters these filters select wait for review.
+    counted = clusters.cluster_queue(found, dataclasses.replace(qp, status="all").filter(hits))
     page = Paginator(order, PER_PAGE).get_page(page_number)
     numbers = [int(c) for c in page.object_list]
     originals = [int(table.article_id[found.original[c]]) for c in numbers]
@@ -215,7 +222,12 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         others = [int(table.article_id[n]) for n in found.members(c)[:5]]
         samples[c] = [i for i in others if i not in originals][:3]
     wanted = set(originals) | {i for ids in samples.values() for i in ids}
-    articles = Article.objects.only("id", "title", "source", "dated_at", "length").in_bulk(wanted)
+    # An untitled article is shown by the start of its text.
+    articles = (
+        Article.objects.only("id", "title", "source", "dated_at", "length")
+        .annotate(head=Substr("body", 1, 60))
+        .in_bulk(wanted)
+    )
     rows = [
         {
             "number": c,
@@ -245,11 +257,12 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         "text_searched": TEXT_SEARCHED,
         "bands": list(BANDS),
         "counts": {
-            "clusters": len(found.size),
-            "articles": len(found.nodes),
-            "waiting": int(np.count_nonzero(found.waiting)),
-            "matches": int(np.count_nonzero(found.shown)),
+            "clusters": len(counted),
+            "articles": int(found.size[counted].sum()),
+            "waiting": int(np.count_nonzero(found.waiting[counted])),
+            "matches": int(found.matches[counted].sum()),
             "listed": len(order),
+            "filtered": len(counted) < len(found.size),
         },
         "near_chart": charts["near"],
         "partial_chart": charts["partial"],
@@ -265,9 +278,12 @@ def _popcount(x: int) -> int:
 
 
 def cluster_context(article: Article, threshold: Threshold, settings: Settings) -> dict:
-    """Gather the cluster holding an article: members, paths, distances and decisions."""
+    """Gather the cluster holding an article: members, paths, distances and decisions.
+
+    Rejected pairs stay in the cluster, marked, and rows keep their order whatever is
+    decided: the row under an editor's pointer is the one they meant."""
     table = clusters.match_table()
-    found = table.clustering(threshold.bars)
+    found = table.clustering(threshold.bars, rejected=True)
     node = table.node(article.id)
     context = {"article": article, "threshold": threshold, "members": None}
     if node is None or found.label[node] < 0:
@@ -293,15 +309,17 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
             direct[y if x == start else x] = e
     tree = {m.edge for m in members if m.edge is not None}
     others = [e for e in edges.tolist() if e not in tree]
-    # Undecided first, the most similar first among them: what a reviewer looks at next.
-    others.sort(key=lambda e: (table.decision[e] != clusters.UNDECIDED, -table.similarity[e]))
-    others = others[:OTHER_EDGES_SHOWN]
+    if len(others) > OTHER_EDGES_SHOWN:  # the undecided first: what a reviewer looks at next
+        others.sort(key=lambda e: (table.decision[e] != clusters.UNDECIDED, -table.similarity[e]))
+        others = others[:OTHER_EDGES_SHOWN]
+    others.sort(key=lambda e: (-table.similarity[e], e))  # an order no decision changes
     decision_ids = {int(table.decision_id[e]) for e in tree | set(others)} - {0}
     decisions = Decision.objects.select_related("decided_by").in_bulk(decision_ids)
 
     # Rows are plain strings made here: a cluster of hundreds renders without a tag per cell.
     query = threshold.query()
     compare = reverse("webui:compare", args=[1, 2]).replace("/1/2/", "/{}/{}/") + "?" + query
+    page_of = reverse("webui:article", args=[1]).replace("/1/", "/{}/")
     kinds = {code: str(MatchKind(name).label) for code, name in KIND_NAMES.items()}
     verdicts = dict(Verdict.choices)
 
@@ -317,6 +335,9 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
         if decision is not None:
             name = decision.decided_by.get_username() if decision.decided_by else ""
             who = f"{name} {when(decision.decided_at)}".strip()
+        undone = decision is not None and decision.verdict == Verdict.UNDONE
+        if undone:
+            decision = None  # the pair waits again; `who` says who took it back
         return {
             "a": x,
             "b": y,
@@ -328,6 +349,7 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
             "decision": decision,
             "verdict": str(verdicts.get(decision.verdict, "")) if decision else "",
             "who": who,
+            "undone": undone,
         }
 
     rows = []
@@ -356,6 +378,7 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
                 else f"{float(table.similarity[e_direct]):.3f}",
                 "steps": _("%(n)s steps") % {"n": m.hops} if m.hops > 1 else "",
                 "compare_url": compare.format(original_id, m.article_id),
+                "article_url": page_of.format(m.article_id),
                 "edge": edge,
             }
         )
@@ -374,10 +397,28 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
     }
 
 
-def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
-    """Return the ids of the members of the cluster holding an article (empty when none)."""
+def cluster_waiting_pairs(article_id: int, threshold: Threshold) -> list[tuple[int, int, int]]:
+    """Return (a, b, seen) of every undecided pair of the cluster holding an article, as its
+    page shows it (not only the rows on screen); seen is the decision an undo left, or 0."""
     table = clusters.match_table()
-    found = table.clustering(threshold.bars)
+    found = table.clustering(threshold.bars, rejected=True)
+    node = table.node(article_id)
+    if node is None or found.label[node] < 0:
+        return []
+    edges = found.edges(int(found.label[node]))
+    waiting = edges[table.decision[edges] == clusters.UNDECIDED]
+    ids = table.article_id
+    return [
+        (int(ids[table.a[e]]), int(ids[table.b[e]]), int(table.decision_id[e]))
+        for e in waiting.tolist()
+    ]
+
+
+def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
+    """Return the ids of the members of the cluster holding an article (empty when none), as
+    its page shows them (rejected pairs included)."""
+    table = clusters.match_table()
+    found = table.clustering(threshold.bars, rejected=True)
     node = table.node(article_id)
     if node is None or found.label[node] < 0:
         return []
@@ -387,14 +428,27 @@ def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
 # --- two articles ---------------------------------------------------------------------------
 
 
-def _web_url(url: str) -> str:
-    """Return an article's address when it is a web page (never javascript: and the like)."""
-    return url if url.lower().startswith(("http://", "https://")) else ""
-
-
 @lru_cache(maxsize=4)
 def _detector(config) -> Detector:
     return Detector(config)
+
+
+def next_pair(article_id: int, threshold: Threshold, skip: tuple[int, int]) -> tuple | None:
+    """Return the most similar undecided pair (a, b) of the cluster holding an article, other
+    than `skip`, or None when every pair there is decided."""
+    table = clusters.match_table()
+    found = table.clustering(threshold.bars, rejected=True)
+    node = table.node(article_id)
+    if node is None or found.label[node] < 0:
+        return None
+    edges = found.edges(int(found.label[node]))
+    waiting = edges[table.decision[edges] == clusters.UNDECIDED]
+    lo, hi = sorted(skip)
+    for e in waiting[np.argsort(-table.similarity[waiting], kind="stable")].tolist():
+        pair = int(table.article_id[table.a[e]]), int(table.article_id[table.b[e]])
+        if pair != (lo, hi):
+            return pair
+    return None
 
 
 def compare_context(left: Article, right: Article, settings: Settings) -> dict:
@@ -408,8 +462,8 @@ def compare_context(left: Article, right: Article, settings: Settings) -> dict:
     return {
         "left": left,
         "right": right,
-        "left_url": _web_url(left.url),
-        "right_url": _web_url(right.url),
+        "left_url": web_url(left.url),
+        "right_url": web_url(right.url),
         "match": match,
         **evidence.pair_evidence(detector, left, right, match, version),
         "decision": latest,

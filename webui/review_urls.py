@@ -11,6 +11,7 @@ urlpatterns = [
     path("compare/<int:a>/<int:b>/", views.compare, name="compare"),
     path("decisions/", views.decision_create, name="decision_create"),
     path("decisions/bulk/", views.decisions_bulk, name="decisions_bulk"),
+    path("decisions/cluster/", views.decisions_cluster, name="decisions_cluster"),
     path("decisions/original/", views.original_choose, name="original_choose"),
     path("export/decisions.csv", views.decisions_export, name="decisions_export"),
     path("export/clusters.csv", views.clusters_export, name="clusters_export"),

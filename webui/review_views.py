@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from dedup import clusters, review
-from dedup.models import Article, Decision, Settings
+from dedup.models import Article, Decision, Settings, Verdict
 from webui import review_context as ctx
 from webui.access import editor_required
 
@@ -22,8 +22,8 @@ def _bad(request: HttpRequest, error: Exception) -> HttpResponse:
     return render(request, "webui/review/bad_request.html", {"message": str(error)}, status=400)
 
 
-def _next(request: HttpRequest) -> str:
-    target = request.POST.get("next", "")
+def _next(request: HttpRequest, field: str = "next") -> str:
+    target = request.POST.get(field, "")
     if url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
         return target
     return reverse("webui:queue")
@@ -79,6 +79,9 @@ def compare(request: HttpRequest, a: int, b: int) -> HttpResponse:
         return _bad(request, error)
     context = ctx.compare_context(left, right, settings)
     context["threshold"] = threshold
+    following = ctx.next_pair(left.id, threshold, (left.id, right.id))
+    if following is not None:
+        context["next_url"] = reverse("webui:compare", args=following) + "?" + threshold.query()
     return render(request, "webui/review/compare.html", context)
 
 
@@ -108,13 +111,17 @@ def decision_create(request: HttpRequest) -> HttpResponse:
         )
     except (review.DecisionConflict, review.DecisionInvalid) as error:
         messages.error(request, str(error))
+        if request.POST.get("here"):
+            return redirect(_next(request, "here"))  # not on to the next pair: this one failed
     else:
         label = dict(Decision._meta.get_field("verdict").choices)[verdict]
-        messages.success(
-            request,
-            _("Recorded: %(a)s ~ %(b)s %(verdict)s.")
-            % {"a": pair.a, "b": pair.b, "verdict": label},
-        )
+        if verdict == Verdict.UNDONE:
+            message = _("Undone: the decision on %(a)s ~ %(b)s; the pair waits again.")
+        else:
+            message = _("Recorded: %(a)s ~ %(b)s %(verdict)s.")
+        messages.success(request, message % {"a": pair.a, "b": pair.b, "verdict": label})
+        if verdict == Verdict.UNDONE and request.POST.get("here"):
+            return redirect(_next(request, "here"))  # an undo stays on the pair it undid
     return redirect(_next(request))
 
 
@@ -136,6 +143,33 @@ def decisions_bulk(request: HttpRequest) -> HttpResponse:
         return redirect(_next(request))
     if done:
         messages.success(request, _("Recorded %(n)s decisions.") % {"n": done})
+    for problem in problems:
+        messages.error(request, problem)
+    return redirect(_next(request))
+
+
+@require_POST
+@editor_required
+def decisions_cluster(request: HttpRequest) -> HttpResponse:
+    """Record one verdict on every undecided pair of a cluster, shown or not."""
+    try:
+        article_id = int(request.POST.get("cluster", ""))
+        threshold = ctx.threshold_parse(request.POST)
+        pairs = [
+            review.PairDecision(a, b, seen)
+            for a, b, seen in ctx.cluster_waiting_pairs(article_id, threshold)
+        ]
+        done, problems = review.decisions_bulk(
+            pairs=pairs, verdict=request.POST.get("verdict", ""), user=request.user
+        )
+    except (ValueError, review.DecisionInvalid) as error:
+        message = str(error) if isinstance(error, review.DecisionInvalid) else ""
+        messages.error(request, message or _("That cluster could not be read; reload the page."))
+        return redirect(_next(request))
+    if done:
+        messages.success(request, _("Recorded %(n)s decisions.") % {"n": done})
+    elif not problems:
+        messages.info(request, _("No pair of this cluster was waiting."))
     for problem in problems:
         messages.error(request, problem)
     return redirect(_next(request))
@@ -176,13 +210,20 @@ def _csv_response(rows, name: str) -> StreamingHttpResponse:
     return response
 
 
+# What an editor knows an article by, beside its internal id, in every export.
+ARTICLE_FIELDS = ("external_id", "title", "source", "url")
+
+
 def _decision_rows():
-    yield ["decision", "article_a", "article_b", "verdict", "decided_by", "decided_at", "note"]
+    head = ["decision", "article_a", "article_b", "verdict", "decided_by", "decided_at", "note"]
+    yield [*head, *(f"{side}_{name}" for side in ("a", "b") for name in ARTICLE_FIELDS)]
+    names = [f"{side}__{name}" for side in ("a", "b") for name in ARTICLE_FIELDS]
     rows = Decision.objects.order_by("id").values_list(
-        "id", "a_id", "b_id", "verdict", "decided_by__username", "decided_at", "note"
+        "id", "a_id", "b_id", "verdict", "decided_by__username", "decided_at", "note", *names
     )
-    for did, a, b, verdict, who, when, note in rows.iterator(chunk_size=2000):
-        yield [did, a, b or "", verdict, who or "", when.isoformat(), note]
+    for did, a, b, verdict, who, when, note, *fields in rows.iterator(chunk_size=2000):
+        fields = ["" if value is None else value for value in fields]
+        yield [did, a, b or "", verdict, who or "", when.isoformat(), note, *fields]
 
 
 @require_GET
@@ -192,30 +233,52 @@ def decisions_export(request: HttpRequest) -> StreamingHttpResponse:
     return _csv_response(_decision_rows(), "decisions.csv")
 
 
+def _with_article_fields(rows: list[list]):
+    """Yield rows (their second cell an article id) with the article's external id, title
+    and URL appended: one query per batch of rows."""
+    ids = {row[1] for row in rows}
+    found = Article.objects.filter(id__in=ids).values_list("id", "external_id", "title", "url")
+    fields = {pk: rest for pk, *rest in found}
+    for row in rows:
+        yield row + list(fields.get(row[1], ("", "", "")))
+
+
 def _cluster_rows(found: clusters.Clustering):
-    yield ["cluster", "article", "role", "size", "via", "kind", "distance", "similarity", "source"]
+    yield [
+        "cluster", "article", "role", "size", "via", "kind", "distance", "similarity", "source",
+        "external_id", "title", "url",
+    ]  # fmt: skip
     table = found.table
     grouped, starts, ends = clusters.cluster_groups(found)
+    batch: list[list] = []
     for c in range(len(found.size)):
         members, _edges = clusters.member_paths(found, c, grouped[starts[c] : ends[c]])
         original = members[0].article_id
         for m in members:
             source = table.sources[table.source[m.node]] if table.sources else ""
             if m.edge is None:
-                yield [original, m.article_id, "original", len(members), "", "", "", "", source]
+                batch.append(
+                    [original, m.article_id, "original", len(members), "", "", "", "", source]
+                )
                 continue
             d = int(table.distance[m.edge])
-            yield [
-                original,
-                m.article_id,
-                "member",
-                len(members),
-                m.via,
-                clusters.KIND_NAMES[int(table.kind[m.edge])],
-                "" if d < 0 else d,
-                f"{float(table.similarity[m.edge]):.4f}",
-                source,
-            ]
+            batch.append(
+                [
+                    original,
+                    m.article_id,
+                    "member",
+                    len(members),
+                    m.via,
+                    clusters.KIND_NAMES[int(table.kind[m.edge])],
+                    "" if d < 0 else d,
+                    f"{float(table.similarity[m.edge]):.4f}",
+                    source,
+                ]
+            )
+        if len(batch) >= 2000:
+            yield from _with_article_fields(batch)
+            batch = []
+    yield from _with_article_fields(batch)
 
 
 @require_GET

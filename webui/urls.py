@@ -1,13 +1,17 @@
-"""Addresses of the dashboard, mounted at the site root: review pages, upload, overview."""
+"""Addresses of the dashboard, mounted at the site root: review pages, upload, articles and
+search, overview."""
 
 from django.urls import include, path
 
-from webui import views
+from webui import article_views, views
 
 app_name = "webui"
 urlpatterns = [
     path("upload/", views.upload_page, name="upload_page"),
     path("upload/<int:upload_id>/status.json", views.upload_status, name="upload_status"),
+    path("uploads/<int:upload_id>/", article_views.upload_detail, name="upload_detail"),
+    path("articles/", article_views.article_search, name="article_search"),
+    path("articles/<int:article_id>/", article_views.article, name="article"),
     path("overview/", views.overview, name="overview"),
     path("", include("webui.review_urls")),
 ]

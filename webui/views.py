@@ -66,7 +66,15 @@ def _uploads_store(form: UploadForm, user) -> tuple[list[UploadBatch], list[str]
     created, problems = [], []
     for file in form.cleaned_data["files"]:
         try:
-            created.append(services.upload_create(file=file, name=file.name, user=user))
+            created.append(
+                services.upload_create(
+                    file=file,
+                    name=file.name,
+                    user=user,
+                    source=form.cleaned_data["source"],
+                    published_at=form.cleaned_data["published"],
+                )
+            )
         except UploadTooLarge as exc:  # the form checks first; the service has the last word
             problems.append(str(exc))
     return created, problems
@@ -93,6 +101,7 @@ def _upload_row(status: dict) -> dict:
         "percent": round(100 * status["progress"]),
         "created_label": date_format(localtime(status["created_at"]), "Y-m-d H:i"),
         "status_url": reverse("webui:upload_status", args=[status["id"]]),
+        "detail_url": reverse("webui:upload_detail", args=[status["id"]]),
     }
 
 

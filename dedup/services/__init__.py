@@ -18,7 +18,7 @@ from dedup.services.ingest import articles_ingest
 from dedup.services.processing import articles_process, articles_prune, articles_requeue_stuck
 from dedup.services.reindex import EDITABLE as EDITABLE
 from dedup.services.reindex import index_rebuild, settings_update
-from dedup.services.uploads import upload_create, upload_process
+from dedup.services.uploads import upload_create, upload_delete, upload_process
 
 __all__ = [
     "ArticleInvalid",
@@ -33,5 +33,6 @@ __all__ = [
     "settings_update",
     "text_check",
     "upload_create",
+    "upload_delete",
     "upload_process",
 ]

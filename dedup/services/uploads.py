@@ -74,8 +74,11 @@ def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datet
     return sorted(set(ids))
 
 
-def upload_create(*, file, name: str, user=None) -> UploadBatch:
-    """Store an uploaded file and have a worker read it; nothing is parsed here."""
+def upload_create(
+    *, file, name: str, user=None, source: str = "", published_at: datetime | None = None
+) -> UploadBatch:
+    """Store an uploaded file and have a worker read it; nothing is parsed here. `source`
+    and `published_at` are given to the rows that name none."""
     limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
     size = getattr(file, "size", None)
     if size is None:
@@ -89,7 +92,12 @@ def upload_create(*, file, name: str, user=None) -> UploadBatch:
         )
     safe_name = PurePosixPath(name.replace("\\", "/")).name or "upload"
     with transaction.atomic():
-        batch = UploadBatch(name=name[:300], uploaded_by=user)
+        batch = UploadBatch(
+            name=name[:300],
+            uploaded_by=user,
+            source=source.strip()[:200],
+            published_at=published_at,
+        )
         batch.file.save(safe_name, File(file, name=safe_name), save=False)
         batch.save()
         from dedup import tasks
@@ -132,6 +140,10 @@ def upload_process(*, upload_id: int) -> UploadBatch:
                         raise ArticleInvalid(f"{row.where}: {row.reason}", row=number)
                     where, obj = row
                     fields = article_clean(obj)
+                    if not fields["source"]:
+                        fields["source"] = batch.source
+                    if fields["published_at"] is None:
+                        fields["published_at"] = batch.published_at
                 except ArticleInvalid as error:
                     rejected += 1
                     if len(errors) < MAX_UPLOAD_ERRORS:
@@ -185,3 +197,28 @@ def _upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> Non
     else:
         processing = processing.filter(processed__gte=F("accepted"))
     processing.update(state=UploadState.DONE, finished_at=timezone.now())
+
+
+@transaction.atomic
+def upload_delete(*, upload_id: int) -> int:
+    """Delete an upload with its articles and all that hangs on them (fingerprints, index
+    rows, matches, decisions); return how many articles went.
+
+    An article of another upload that was set aside as an exact copy of one of them was never
+    indexed: it is sent to the workers again, to be fingerprinted or to find another original."""
+    batch = UploadBatch.objects.select_for_update().get(id=upload_id)
+    orphans = list(
+        Article.objects.filter(exact_of__upload_id=upload_id)
+        .exclude(upload_id=upload_id)
+        .values_list("id", flat=True)
+    )
+    _total, per_model = Article.objects.filter(upload_id=upload_id).delete()
+    Article.objects.filter(id__in=orphans).update(
+        status=ArticleStatus.PENDING, exact_of=None, status_message="", claimed_at=None
+    )
+    _enqueue_process(sorted(orphans))
+    name = batch.file.name
+    batch.delete()
+    if name:
+        transaction.on_commit(lambda: batch.file.storage.delete(name))
+    return per_model.get(Article._meta.label, 0)

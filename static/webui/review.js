@@ -69,7 +69,7 @@
     });
   }
 
-  // --- rows: j/k move, x/d/n/o/c act on the current row -------------------------------------
+  // --- rows: j/k move, x/d/n/o/z/c act on the current row -------------------------------------
   let index = -1;
 
   function rows() {
@@ -136,7 +136,7 @@
         link.click();
         done = true;
       }
-    } else if ("xdnoc".includes(key) && key.length === 1 && index >= 0) {
+    } else if ("xdnocz".includes(key) && key.length === 1 && index >= 0) {
       done = act(key);
     }
     if (done) event.preventDefault();

@@ -1,5 +1,7 @@
-// The upload page: send dropped or chosen files one by one, then poll each upload's status
-// until it is done or failed. Every text from the server is set with textContent.
+// The upload page: files chosen or dropped are listed, and sent one by one when the form is
+// submitted (once: choosing a file no longer sends it as well), with the source and date; then
+// each upload's status is polled until it is done or failed. Every text from the server is
+// set with textContent.
 (function () {
   "use strict";
 
@@ -9,6 +11,9 @@
   const list = document.getElementById("uploads");
   const template = document.getElementById("upload-row-template");
   const errorList = document.getElementById("upload-errors");
+  const chosen = document.getElementById("upload-chosen");
+  const source = document.getElementById("id_source");
+  const published = document.getElementById("id_published");
   if (!form || !input || !list || !template) return;
   input.dataset.key = "u";
   const POLL_MS = 700;
@@ -32,6 +37,7 @@
       if (name === "errors") return;
       if (name === "error_count") el.textContent = String((data.errors || []).length);
       else if (name in data && data[name] !== null) el.textContent = String(data[name]);
+      if (el.dataset.href && data[el.dataset.href]) el.setAttribute("href", data[el.dataset.href]);
     });
     const bar = row.querySelector(".bar");
     bar.setAttribute("aria-valuenow", String(data.percent));
@@ -80,8 +86,21 @@
     poll(row);
   }
 
+  function showChosen() {
+    const names = Array.from(input.files).map(function (file) { return file.name; });
+    chosen.textContent = names.length ? form.dataset.msgChosen + " " + names.join(", ") : "";
+    chosen.hidden = names.length === 0;
+  }
+
   function sendFiles(files) {
-    if (!files.length) return;
+    if (!files.length) {
+      showErrors([form.dataset.msgNone]);
+      return;
+    }
+    // Taken out of the field at once: a second press sends nothing twice.
+    files = Array.from(files);
+    input.value = "";
+    showChosen();
     showErrors([]);
     form.classList.add("busy");
     // Each file on its own request, so one bad file does not stop the others; messages are
@@ -89,6 +108,8 @@
     const sends = Array.from(files).map(function (file) {
       const body = new FormData();
       body.append("files", file, file.name);
+      if (source) body.append("source", source.value);
+      if (published) body.append("published", published.value);
       return window.dedup.send(form.action, { method: "POST", body: body })
         .then(function (response) { return response.json(); })
         .then(function (answer) {
@@ -100,7 +121,6 @@
     Promise.all(sends).then(function (problems) {
       form.classList.remove("busy");
       showErrors([].concat.apply([], problems));
-      input.value = "";
     });
   }
 
@@ -108,7 +128,7 @@
     event.preventDefault();
     sendFiles(input.files);
   });
-  input.addEventListener("change", function () { sendFiles(input.files); });
+  input.addEventListener("change", showChosen);
   ["dragenter", "dragover"].forEach(function (name) {
     zone.addEventListener(name, function (event) {
       event.preventDefault();
@@ -120,7 +140,8 @@
   });
   zone.addEventListener("drop", function (event) {
     event.preventDefault();
-    sendFiles(event.dataTransfer.files);
+    input.files = event.dataTransfer.files;
+    showChosen();
   });
 
   list.querySelectorAll(".upload").forEach(poll);

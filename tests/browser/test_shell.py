@@ -73,6 +73,12 @@ def test_upload_shows_progress_until_done_with_row_errors(
         "{not json",
     ]
     page.set_input_files("#id_files", str(jsonl_file(tmp_path, rows)))
+    # Choosing a file lists it; the button sends it, once, with the source for rows naming
+    # none.
+    expect(page.locator("#upload-chosen")).to_contain_text("articles.jsonl")
+    page.fill("#id_source", "人民网")
+    page.fill("#id_published", "2024-05-01")
+    page.click("#upload-form button[type=submit]")
     row = page.locator("#uploads .upload").first
     expect(row.locator(".upload-name")).to_have_text("articles.jsonl")
     expect(row).to_have_class(re.compile(r"state-done"), timeout=30_000)
@@ -86,6 +92,20 @@ def test_upload_shows_progress_until_done_with_row_errors(
     expect(errors.locator("tbody tr").first.locator("td").first).to_have_text("9")
     shot(page, "03-upload-done")
     assert page.js_errors == []
+    from django.utils import timezone
+
+    from dedup.models import Article, UploadBatch
+
+    assert UploadBatch.objects.count() == 1
+    assert Article.objects.get(title="无关").source == "人民网"
+    assert Article.objects.get(title="原文").source == "新华社"  # the row's own
+    published = timezone.localtime(Article.objects.get(title="无关").published_at)
+    assert published.strftime("%Y-%m-%d %H:%M") == "2024-05-01 00:00"  # the site's midnight
+    row.locator(".upload-name").click()
+    expect(page.locator("h1")).to_have_text("articles.jsonl")
+    expect(page.locator(".upload-articles tbody tr")).to_have_count(8)
+    expect(page.locator(".upload-articles")).to_contain_text("完全相同于")  # the exact copy
+    shot(page, "03b-upload-page")
 
 
 def test_u_opens_the_file_field_dropped_files_upload_bad_ones_are_refused(
@@ -105,6 +125,7 @@ def test_u_opens_the_file_field_dropped_files_upload_bad_ones_are_refused(
     page.keyboard.press("u")
     assert page.evaluate("window.__u") == 1
     page.set_input_files("#id_files", [str(empty), str(pdf)])
+    page.click("#upload-form button[type=submit]")
     errors = page.locator("#upload-errors li")
     expect(errors).to_have_count(2)
     expect(errors.first).to_contain_text("empty.jsonl")
@@ -120,6 +141,9 @@ def test_u_opens_the_file_field_dropped_files_upload_bad_ones_are_refused(
         }"""
     )
     page.dispatch_event("#dropzone", "drop", {"dataTransfer": dropped})
+    expect(page.locator("#upload-chosen")).to_contain_text("dropped.jsonl")
+    page.click("#upload-form button[type=submit]")
+    page.click("#upload-form button[type=submit]")  # nothing is left to send twice
     row = page.locator("#uploads .upload").first
     expect(row.locator(".upload-name")).to_have_text("dropped.jsonl")
     expect(errors).to_have_count(0)

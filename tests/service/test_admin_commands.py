@@ -145,6 +145,35 @@ def test_article_admin_shows_the_body_escaped(admin_client):
     assert "<script>alert(1)" not in page.content.decode()
 
 
+def test_admin_deletes_an_upload_with_its_articles_after_asking(admin_client, tmp_path):
+    first = jsonl(
+        tmp_path / "first.jsonl", [{"id": "n1", "text": NEWS}, {"id": "o1", "text": OTHER}]
+    )
+    second = jsonl(
+        tmp_path / "second.jsonl", [{"id": "c2", "text": COPY}, {"id": "e2", "text": NEWS}]
+    )
+    run("import", first)
+    run("import", second)
+    one, two = UploadBatch.objects.order_by("id")
+    news = Article.objects.get(external_id="n1")
+    exact = Article.objects.get(external_id="e2")
+    assert exact.exact_of_id == news.id and Match.objects.filter(a=news).count() == 2
+    changelist = reverse("admin:dedup_uploadbatch_changelist")
+    chosen = {"action": "uploads_delete_with_articles", "_selected_action": [one.id]}
+    asked = admin_client.post(changelist, chosen)
+    assert asked.status_code == 200 and asked.context["articles"] == 2
+    assert asked.context["matches"] == 2 and Article.objects.count() == 4  # nothing gone yet
+    done = admin_client.post(changelist, {**chosen, "confirmed": "yes"}, follow=True)
+    assert done.status_code == 200
+    assert list(UploadBatch.objects.values_list("id", flat=True)) == [two.id]
+    assert set(Article.objects.values_list("external_id", flat=True)) == {"c2", "e2"}
+    assert not Match.objects.exists()
+    assert not SegmentRow.objects.exclude(article__upload=two).exists()
+    assert not PassageKey.objects.exclude(article__upload=two).exists()
+    exact.refresh_from_db()  # its original is gone: it goes to the workers again
+    assert (exact.status, exact.exact_of_id) == (ArticleStatus.PENDING, None)
+
+
 def test_admin_is_refused_to_an_editor(editor_client):
     for page in ("admin:index", "admin:dedup_article_changelist", "admin:dedup_settings_change"):
         args = [Settings.load().pk] if page.endswith("settings_change") else []

@@ -77,6 +77,9 @@ def test_signed_in_user_without_a_role_gets_403(django_user_model, chain):
     assert client.get("/").status_code == 403
     response = client.post("/decisions/", {"pick": f"duplicate:{chain[0].id}:{chain[1].id}:0"})
     assert response.status_code == 403
+    response = client.post("/decisions/cluster/", {"cluster": chain[0].id, "verdict": "duplicate"})
+    assert response.status_code == 403
+    assert Client().post("/decisions/cluster/", {"cluster": chain[0].id}).status_code == 302
     assert not Decision.objects.exists()
 
 
@@ -152,6 +155,35 @@ def test_queue_filters_and_search(editor_client, chain):
     assert listed("q=不存在的词") == 0
     assert listed("from=2024-05-02") == 0
     assert listed("from=2024-05-01&to=2024-05-01") == 1
+
+
+def test_queue_shows_an_untitled_article_by_its_text_and_offers_the_full_search(
+    editor_client, chain
+):
+    a, _b, _c = chain
+    Article.objects.filter(id=a.id).update(title="")
+    html = editor_client.get("/?status=all").content.decode()
+    assert "今天北京的天气很好" in html and f"文章 {a.id}" not in html
+    html = editor_client.get("/?status=all&q=不存在的词").content.decode()
+    assert 'href="/articles/?q=%E4%B8%8D%E5%AD%98%E5%9C%A8%E7%9A%84%E8%AF%8D"' in html
+
+
+def test_queue_figures_follow_the_filters_and_the_search(editor_client, chain):
+    far = article(20, body="完全不同的一篇文章，讲的是上海的交通。", source="新华社")
+    near = article(21, body="完全不同的一篇文章，讲的是上海的交通状况。", source="新华社")
+    Match.objects.create(a=far, b=near, kind="near", distance=1, similarity=0.9)
+    Decision.objects.create(a=far, b=near, verdict="duplicate")
+    counts = editor_client.get("/?status=all").context["counts"]
+    assert (counts["clusters"], counts["articles"], counts["waiting"], counts["matches"]) == (
+        2, 5, 1, 3
+    )  # fmt: skip
+    # One cluster from 新华社, reviewed: counted, but none listed as waiting.
+    counts = editor_client.get("/?source=新华社").context["counts"]
+    assert (counts["clusters"], counts["articles"], counts["waiting"], counts["listed"]) == (
+        1, 2, 0, 0
+    )  # fmt: skip
+    counts = editor_client.get("/?q=公园散步").context["counts"]
+    assert (counts["clusters"], counts["articles"], counts["matches"]) == (1, 3, 2)
 
 
 def test_queue_empty_state_says_what_to_do(editor_client):
@@ -246,12 +278,104 @@ def test_duplicate_decision_is_recorded_with_who_and_when(editor_client, editor,
     assert decision.decided_by == editor and decision.decided_at
 
 
-def test_rejected_pair_leaves_the_cluster(editor_client, chain):
+def test_rejected_pair_stays_in_place_on_the_cluster_page_but_leaves_the_queue(
+    editor_client, chain
+):
     a, b, _c = chain
+    Match.objects.create(a=a, b=article(4), kind="near", distance=1, similarity=0.95)
+    before = editor_client.get(f"/clusters/{a.id}/").context["rows"]
     editor_client.post("/decisions/", {"pick": f"not_duplicate:{a.id}:{b.id}:0"})
     response = editor_client.get(f"/clusters/{a.id}/")
-    assert response.context["members"] is None
-    assert editor_client.get("/").context["counts"]["articles"] == 2
+    rows = response.context["rows"]
+    # The same rows in the same order: the next click lands on the row the editor meant.
+    assert [r["member"].article_id for r in rows] == [r["member"].article_id for r in before]
+    rejected = next(r for r in rows if r["member"].article_id == b.id)
+    assert rejected["edge"]["decision"].verdict == "not_duplicate"
+    assert 'class=" decided"' in response.content.decode()
+    # The queue no longer joins them: b and c are apart from a.
+    assert editor_client.get("/").context["counts"]["articles"] == 4
+    assert editor_client.get("/queue/results/?status=all").context["counts"]["clusters"] == 2
+
+
+def test_undo_takes_a_decision_back_and_keeps_the_history(editor_client, chain):
+    a, b, _c = chain
+    editor_client.post("/decisions/", {"pick": f"not_duplicate:{a.id}:{b.id}:0"})
+    first = Decision.objects.get()
+    response = editor_client.post(
+        "/decisions/", {"pick": f"undone:{a.id}:{b.id}:{first.id}"}, follow=True
+    )
+    assert [d.verdict for d in Decision.objects.order_by("id")] == ["not_duplicate", "undone"]
+    assert "重新等待审核" in response.content.decode()
+    row = next(
+        r
+        for r in editor_client.get(f"/clusters/{a.id}/").context["rows"]
+        if r["member"].article_id == b.id
+    )
+    assert row["edge"]["decision"] is None and row["edge"]["undone"]
+    assert editor_client.get("/").context["counts"]["articles"] == 3  # joined again
+    # Nothing is left to undo; a stale undo is refused like any stale decision.
+    undone = Decision.objects.order_by("-id").first()
+    editor_client.post("/decisions/", {"pick": f"undone:{a.id}:{b.id}:{undone.id}"})
+    editor_client.post("/decisions/", {"pick": f"undone:{a.id}:{b.id}:{first.id}"})
+    assert Decision.objects.count() == 2
+
+
+def test_deciding_side_by_side_goes_on_to_the_next_undecided_pair(editor_client, chain):
+    a, b, c = chain
+    page = editor_client.get(f"/compare/{a.id}/{b.id}/")
+    assert page.context["next_url"] == f"/compare/{b.id}/{c.id}/?near=0&partial=0"
+    html = page.content.decode()
+    assert f'name="next" value="/compare/{b.id}/{c.id}/?near=0&amp;partial=0"' in html
+    response = editor_client.post(
+        "/decisions/",
+        {
+            "pick": f"duplicate:{a.id}:{b.id}:0",
+            "next": page.context["next_url"],
+            "here": f"/compare/{a.id}/{b.id}/",
+        },
+    )
+    assert response["Location"] == page.context["next_url"]
+    last = editor_client.get(f"/compare/{b.id}/{c.id}/")
+    assert "next_url" not in last.context  # a ~ b is decided: none is left
+    assert 'id="next-pair-none"' in last.content.decode()
+    # Undo stays on the pair it undid.
+    seen = Decision.objects.get().id
+    here = f"/compare/{a.id}/{b.id}/"
+    response = editor_client.post(
+        "/decisions/",
+        {"pick": f"undone:{a.id}:{b.id}:{seen}", "next": "/elsewhere/", "here": here},
+    )
+    assert response["Location"] == here
+
+
+def test_whole_cluster_decided_at_once_including_pairs_not_on_screen(
+    editor_client, chain, monkeypatch
+):
+    a, b, c = chain
+    monkeypatch.setattr("webui.review_context.MEMBERS_SHOWN", 2)  # c is off the page
+    page = editor_client.get(f"/clusters/{a.id}/")
+    assert len(page.context["rows"]) == 2
+    assert 'id="cluster-all-duplicate"' in page.content.decode()
+    Decision.objects.create(a=a, b=b, verdict="not_duplicate")  # decided: left alone
+    response = editor_client.post(
+        "/decisions/cluster/",
+        {"cluster": a.id, "verdict": "duplicate", "next": f"/clusters/{a.id}/"},
+        follow=True,
+    )
+    assert response.redirect_chain[-1][0] == f"/clusters/{a.id}/"
+    latest = {(d.a_id, d.b_id): d.verdict for d in Decision.objects.order_by("id")}
+    assert latest == {(a.id, b.id): "not_duplicate", (b.id, c.id): "duplicate"}
+    again = editor_client.post("/decisions/cluster/", {"cluster": a.id, "verdict": "duplicate"})
+    assert again.status_code == 302 and Decision.objects.count() == 2  # nothing waits
+    bad = editor_client.post("/decisions/cluster/", {"cluster": "x", "verdict": "duplicate"})
+    assert bad.status_code == 302 and Decision.objects.count() == 2
+
+
+def test_two_unmatched_articles_side_by_side_claim_no_cluster(editor_client, chain):
+    a, _b, _c = chain
+    lone = article(9)
+    html = editor_client.get(f"/compare/{a.id}/{lone.id}/").content.decode()
+    assert 'id="next-pair-none"' not in html
 
 
 def test_stale_decision_is_refused_with_who_and_when(editor_client, django_user_model, chain):
@@ -293,6 +417,9 @@ def test_missing_csrf_token_is_refused(editor, chain):
     client.force_login(editor)
     response = client.post("/decisions/", {"pick": f"duplicate:{chain[0].id}:{chain[1].id}:0"})
     assert response.status_code == 403
+    response = client.post("/decisions/cluster/", {"cluster": chain[0].id, "verdict": "duplicate"})
+    assert response.status_code == 403
+    assert Client().post("/decisions/cluster/", {"cluster": chain[0].id}).status_code == 302
     assert not Decision.objects.exists()
 
 
@@ -346,6 +473,27 @@ def test_exports_stream_csv_with_a_header(editor_client, editor, chain):
     assert [r[2] for r in rows[1:]] == ["original", "member", "member"]
     assert editor_client.get("/export/clusters.csv?near=zz").status_code == 400
     assert editor_client.get("/export/clusters.csv?k=zz").status_code == 200  # k: ignored
+
+
+def test_exports_name_articles_as_editors_know_them(editor_client, editor, chain):
+    a, b, _c = chain
+    Article.objects.filter(id=a.id).update(external_id="xh-1", url="https://example.com/1")
+    Decision.objects.create(a=a, b=b, verdict="duplicate", decided_by=editor)
+    response = editor_client.get("/export/decisions.csv")
+    head, row = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    named = dict(zip(head, row, strict=True))
+    assert (named["a_external_id"], named["a_title"], named["a_source"]) == (
+        "xh-1", "标题 1", "人民日报"
+    )  # fmt: skip
+    assert (named["a_url"], named["b_external_id"], named["b_title"]) == (
+        "https://example.com/1", "", "标题 2"
+    )  # fmt: skip
+    response = editor_client.get("/export/clusters.csv")
+    head, *rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert head[-3:] == ["external_id", "title", "url"]
+    by_article = {r[1]: dict(zip(head, r, strict=True)) for r in rows}
+    assert by_article[str(a.id)]["external_id"] == "xh-1"
+    assert by_article[str(b.id)]["title"] == "标题 2"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -194,6 +194,34 @@ def test_upload_stores_each_file_for_the_workers(editor_client):
     assert UploadBatch.objects.filter(uploaded_by__username="ed").count() == 2
 
 
+def test_upload_source_and_date_go_to_the_rows_that_name_none(editor_client):
+    rows = [
+        {"title": "a", "text": ARTICLE},
+        {"title": "b", "text": NEAR, "source": "新华社", "published_at": "2024-03-01T08:00+08:00"},
+    ]
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
+    file = SimpleUploadedFile("a.jsonl", data)
+    response = editor_client.post(
+        "/upload/",
+        {"files": [file], "source": " 人民网 ", "published": "2024-05-01"},
+        headers={"accept": "application/json"},
+    )
+    assert response.status_code == 202
+    batch = UploadBatch.objects.get()
+    assert batch.source == "人民网"
+    services.upload_process(upload_id=batch.id)
+    assert dict(batch.articles.values_list("title", "source")) == {"a": "人民网", "b": "新华社"}
+    published = {
+        title: timezone.localtime(when).strftime("%Y-%m-%d %H:%M")
+        for title, when in batch.articles.values_list("title", "published_at")
+    }
+    assert published == {"a": "2024-05-01 00:00", "b": "2024-03-01 08:00"}  # the row's own
+    a = batch.articles.get(title="a")
+    assert a.dated_at == a.published_at  # what the retention window compares
+    page = editor_client.get("/upload/").content.decode()
+    assert f'href="/uploads/{batch.id}/"' in page  # the row opens the upload's page
+
+
 def test_upload_by_script_answers_json_with_a_status_address(editor_client):
     file = SimpleUploadedFile("a.jsonl", jsonl(ARTICLE))
     response = editor_client.post(
@@ -262,7 +290,9 @@ def test_upload_without_csrf_token_is_refused():
 
 def test_every_form_on_the_page_carries_a_csrf_token(editor_client):
     page = editor_client.get("/upload/").content.decode()
-    assert page.count("<form") == page.count('name="csrfmiddlewaretoken"') == 3
+    posts = page.count('method="post"')
+    assert posts == page.count('name="csrfmiddlewaretoken"') == 3
+    assert page.count("<form") == posts + 1  # and the top bar's search, a GET
 
 
 def test_sign_out_is_a_post(editor_client):

@@ -57,16 +57,15 @@ class Command(BaseCommand):
         for path in files:
             with path.open("rb") as handle:
                 batch = services.upload_create(
-                    file=File(handle, name=path.name), name=str(path)[-300:], user=user
+                    file=File(handle, name=path.name),
+                    name=str(path)[-300:],
+                    user=user,
+                    source=options["source"],
                 )
             if worker:
                 batch = self.wait(batch, options["wait"], options["timeout"])
             else:
                 batch = self.process(batch)
-            if options["source"]:
-                # Rows that name no source get the one given here (the source is not part of
-                # the fingerprint, so it can follow the rows).
-                Article.objects.filter(upload=batch, source="").update(source=options["source"])
             failed += self.report(batch)
         if failed:
             raise CommandError(f"{failed} row(s) or file(s) rejected, see above", returncode=1)

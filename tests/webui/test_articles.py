@@ -1,0 +1,187 @@
+"""Editors' look-ups: the article page, the search over every article, an upload's page."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.test import Client
+
+from dedup import clusters
+from dedup.models import Article, ArticleStatus, Decision, Match, UploadBatch, Verdict
+from tests import roles
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>alert(1)</script>"
+WHEN = dt.datetime(2024, 5, 1, 8, tzinfo=dt.UTC)
+
+
+@pytest.fixture(autouse=True)
+def fresh_table():
+    clusters.table_forget()
+    yield
+    clusters.table_forget()
+
+
+@pytest.fixture
+def editor(django_user_model):
+    user = django_user_model.objects.create_user("li.wei", password="pw")
+    user.groups.add(roles.group("editor"))
+    return user
+
+
+@pytest.fixture
+def editor_client(editor):
+    client = Client()
+    client.force_login(editor)
+    return client
+
+
+def article(n: int, body: str = "", **kw) -> Article:
+    text = body or f"今天北京的天气很好，我们去公园散步。第{n}篇文章的内容在这里。"
+    fields = {"title": f"标题 {n}", "source": "人民日报", "length": len(text), **kw}
+    fields.setdefault("dated_at", WHEN + dt.timedelta(hours=n))
+    fields.setdefault("status", ArticleStatus.DONE)
+    return Article.objects.create(body=text, **fields)
+
+
+@pytest.fixture
+def upload(editor):
+    return UploadBatch.objects.create(name="news.jsonl", uploaded_by=editor, state="done")
+
+
+@pytest.fixture
+def pair(upload):
+    """Two matched articles of one upload and an unmatched one, with a rejected decision."""
+    a = article(1, external_id="news-001", url="https://example.com/1", upload=upload, row=1)
+    b = article(2, external_id="news-002", url="javascript:alert(1)", upload=upload, row=2)
+    lone = article(3, body=f"独立的文章 {XSS} 没有任何副本。", title="", upload=upload, row=3)
+    Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.81, shared_chars=30)
+    return a, b, lone
+
+
+def test_anonymous_is_sent_to_sign_in_and_no_role_gets_403(django_user_model, pair, upload):
+    a = pair[0]
+    nobody = Client()
+    nobody.force_login(django_user_model.objects.create_user("nobody", password="pw"))
+    for url in [f"/articles/{a.id}/", "/articles/?q=news-001", f"/uploads/{upload.id}/"]:
+        response = Client().get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"], url
+        assert nobody.get(url).status_code == 403, url
+
+
+def test_article_page_shows_fields_match_decisions_and_links(editor_client, editor, pair):
+    a, b, _lone = pair
+    Decision.objects.create(a=a, b=b, verdict=Verdict.DUPLICATE, decided_by=editor)
+    Decision.objects.create(a=a, b=b, verdict=Verdict.NOT_DUPLICATE, decided_by=editor)
+    response = editor_client.get(f"/articles/{a.id}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "news-001" in html and "人民日报" in html
+    assert 'href="https://example.com/1"' in html
+    assert f'href="/uploads/{a.upload_id}/"' in html
+    assert f'href="/compare/{a.id}/{b.id}/"' in html  # the side by side of the match
+    assert f'href="/articles/{b.id}/"' in html
+    [row] = response.context["matches"]
+    assert row["decision"].verdict == Verdict.NOT_DUPLICATE  # the latest counts
+    assert [d.verdict for d in response.context["history"]] == ["not_duplicate", "duplicate"]
+    assert "li.wei" in html
+    assert "今天北京的天气很好" in html  # the full text
+
+
+def test_article_page_links_only_web_addresses_and_escapes_the_text(editor_client, pair):
+    _a, b, lone = pair
+    html = editor_client.get(f"/articles/{b.id}/").content.decode()
+    assert 'href="javascript:' not in html
+    assert "javascript:alert(1)" in html  # shown as text
+    html = editor_client.get(f"/articles/{lone.id}/").content.decode()
+    assert XSS not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "没有发现这篇文章的副本。" in html  # in Chinese, the default
+
+
+def test_unknown_article_is_404(editor_client):
+    assert editor_client.get("/articles/999999/").status_code == 404
+
+
+def test_search_by_external_id_opens_the_only_article(editor_client, pair):
+    a = pair[0]
+    response = editor_client.get("/articles/?q=news-001")
+    assert response.status_code == 302 and response["Location"] == f"/articles/{a.id}/"
+    response = editor_client.get(f"/articles/?q=%23{a.id}")  # "#12": its number
+    assert response.status_code == 302 and response["Location"] == f"/articles/{a.id}/"
+
+
+def test_exact_hit_comes_first_beside_text_hits(editor_client, pair):
+    a, _b, _lone = pair
+    c = article(4, body="这篇文章提到 news-001 这个编号。")
+    response = editor_client.get("/articles/?q=news-001")
+    assert response.status_code == 200
+    assert [x.id for x in response.context["exact"]] == [a.id]
+    assert [x.id for x in response.context["rows"]] == [c.id]
+    html = response.content.decode()
+    assert html.index(f'data-article="{a.id}"') < html.index(f'data-article="{c.id}"')
+    assert "<mark>news-001</mark>" in html  # the hit in the snippet
+
+
+def test_search_reads_titles_text_and_urls_of_every_article(editor_client, pair):
+    a, b, lone = pair
+
+    def found(query):
+        response = editor_client.get(f"/articles/?{query}")
+        assert response.status_code == 200, query
+        return {x.id for x in response.context["exact"] + response.context["rows"]}
+
+    assert found("q=没有任何副本") == {lone.id}  # an article with no match is found
+    assert found("q=公园散步") == {a.id, b.id}
+    assert found("q=标题 2") == {b.id}
+    assert found("q=EXAMPLE.COM") == {a.id}  # any letter case
+    assert found("q=不存在的词") == set()
+    assert found("") == {a.id, b.id, lone.id}
+    assert found(f"upload={a.upload_id}&status=done") == {a.id, b.id, lone.id}
+    assert found("source=新华社") == set()
+    assert found("from=2024-05-01&to=2024-05-01") == {a.id, b.id, lone.id}
+    assert found("from=2024-05-02") == set()
+
+
+def test_search_escapes_what_it_shows(editor_client, pair):
+    html = editor_client.get("/articles/?q=script").content.decode()
+    assert XSS not in html and "&lt;<mark>script</mark>&gt;" in html
+
+
+def test_search_pages(editor_client):
+    for n in range(30):
+        article(10 + n)
+    first = editor_client.get("/articles/?q=天气")
+    assert len(first.context["rows"]) == 25 and first.context["has_next"]
+    assert 'rel="next" href="?q=%E5%A4%A9%E6%B0%94&amp;page=2"' in first.content.decode()
+    second = editor_client.get("/articles/?q=天气&page=2")
+    assert len(second.context["rows"]) == 5 and not second.context["has_next"]
+    assert not {x.id for x in first.context["rows"]} & {x.id for x in second.context["rows"]}
+
+
+def test_search_bad_date_gets_400(editor_client):
+    assert editor_client.get("/articles/?from=31/05/2024").status_code == 400
+
+
+def test_top_bar_has_the_search_on_every_page(editor_client, pair):
+    html = editor_client.get("/").content.decode()
+    assert 'action="/articles/"' in html and 'name="q"' in html
+
+
+def test_upload_page_lists_its_articles_and_what_was_found(editor_client, pair, upload):
+    a, b, lone = pair
+    response = editor_client.get(f"/uploads/{upload.id}/")
+    assert response.status_code == 200
+    rows = response.context["rows"]
+    assert [r.id for r in rows] == [a.id, b.id, lone.id]  # in file order
+    assert rows[0].best_other == b.id and rows[0].match_count == 1
+    assert rows[2].best_match is None
+    html = response.content.decode()
+    assert f'href="/articles/{lone.id}/"' in html and f'href="/compare/{a.id}/{b.id}/"' in html
+    assert XSS not in html
+    matched = editor_client.get(f"/uploads/{upload.id}/?found=matched").context["rows"]
+    assert [r.id for r in matched] == [a.id, b.id]
+    new = editor_client.get(f"/uploads/{upload.id}/?found=new").context["rows"]
+    assert [r.id for r in new] == [lone.id]
+    assert editor_client.get("/uploads/999999/").status_code == 404

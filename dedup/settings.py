@@ -148,6 +148,9 @@ LOGIN_REDIRECT_URL = "/"
 
 # Uploads: the web process only stores the file; workers parse it.
 DEDUP_MAX_UPLOAD_BYTES = env_int("DEDUP_MAX_UPLOAD_MB", 200) * 1024 * 1024
+# One article (a line, a CSV row, a page), and all that a .zip may unpack to (zip bombs).
+DEDUP_MAX_ARTICLE_BYTES = env_int("DEDUP_MAX_ARTICLE_MB", 2) * 1024 * 1024
+DEDUP_MAX_UNPACKED_BYTES = env_int("DEDUP_MAX_UNPACKED_MB", 1024) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DEDUP_MAX_REQUEST_MB", 20) * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task

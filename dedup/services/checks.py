@@ -5,12 +5,15 @@ from __future__ import annotations
 from dedup import index
 from dedup.errors import ArticleInvalid, DedupError
 from dedup.models import Article, MatchKind
+from dedup.services.ingest import text_problem
 
 
 def text_check(*, text: str, k: int | None = None) -> dict:
     """Return a text's fingerprint and the stored articles it duplicates; store nothing."""
     if not isinstance(text, str) or not text.strip():
         raise ArticleInvalid('needs a non-empty "text"', field="text")
+    if (problem := text_problem(text)) is not None:
+        raise ArticleInvalid(f'"text" {problem}', field="text")
     current = index.settings_current()
     settings = current.active()  # answers come from the active version until a rebuild ends
     version = current.active_version

@@ -16,11 +16,16 @@ from dedup.db import int_array, pg_cursor
 from dedup.engine.records import BadRow, InputError
 from dedup.errors import ArticleInvalid, UploadTooLarge
 from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
-from dedup.readers import SUPPORTED, upload_rows
+from dedup.readers import SUPPORTED, Limits, upload_rows
 from dedup.services.ingest import _article, _enqueue_process, article_clean
 
 ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
 MAX_UPLOAD_ERRORS = 100  # per-row errors kept on an upload; the counts stay exact
+
+
+def storable(message: str) -> str:
+    """Return a message with what PostgreSQL cannot store (NUL, lone surrogates) spelled out."""
+    return message.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datetime) -> list[int]:
@@ -89,7 +94,7 @@ def upload_create(*, file, name: str, user=None) -> UploadBatch:
         )
     safe_name = PurePosixPath(name.replace("\\", "/")).name or "upload"
     with transaction.atomic():
-        batch = UploadBatch(name=name[:300], uploaded_by=user)
+        batch = UploadBatch(name=storable(name)[:300], uploaded_by=user)
         batch.file.save(safe_name, File(file, name=safe_name), save=False)
         batch.save()
         from dedup import tasks
@@ -107,7 +112,10 @@ def upload_process(*, upload_id: int) -> UploadBatch:
         return batch
     UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PARSING)
     made = set(Article.objects.filter(upload_id=upload_id).values_list("row", flat=True))
-    limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
+    limits = Limits(
+        article_bytes=django_settings.DEDUP_MAX_ARTICLE_BYTES,
+        unpacked_bytes=django_settings.DEDUP_MAX_UNPACKED_BYTES,
+    )
     total = accepted = rejected = 0
     errors: list[dict] = []
     pending: list[tuple[dict, int]] = []  # (fields, row number)
@@ -125,7 +133,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
 
     try:
         with batch.file.open("rb") as stream:
-            for number, row in enumerate(upload_rows(stream, batch.name, max_bytes=limit), 1):
+            for number, row in enumerate(upload_rows(stream, batch.name, limits=limits), 1):
                 total += 1
                 try:
                     if isinstance(row, BadRow):
@@ -138,7 +146,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
                         message = error.message
                         if not isinstance(row, BadRow):
                             message = f"{where}: {message}"
-                        errors.append({"row": number, "message": message})
+                        errors.append({"row": number, "message": storable(message)})
                     continue
                 accepted += 1
                 if number not in made:
@@ -166,9 +174,23 @@ def upload_process(*, upload_id: int) -> UploadBatch:
     return batch
 
 
+def upload_abandon(*, upload_id: int, error: Exception) -> None:
+    """Mark an upload failed by an error no retry mends, so that it is not left unfinished."""
+    UploadBatch.objects.filter(
+        id=upload_id, state__in=(UploadState.RECEIVED, UploadState.PARSING)
+    ).update(
+        state=UploadState.FAILED,
+        message=storable(
+            f"could not be read ({type(error).__name__}: {str(error)[:300]}); the rows read "
+            "before it are kept; report this to an admin and upload the rest again"
+        ),
+        finished_at=timezone.now(),
+    )
+
+
 def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
     UploadBatch.objects.filter(id=batch.pk).update(
-        state=UploadState.FAILED, message=message, finished_at=timezone.now()
+        state=UploadState.FAILED, message=storable(message), finished_at=timezone.now()
     )
     batch.refresh_from_db()
     return batch

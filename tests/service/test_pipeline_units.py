@@ -301,7 +301,8 @@ def test_upload_csv_and_zip():
     [
         ("bad.csv", b"name,age\nx,1\n", "text (or body) column"),
         ("bad.zip", b"PK not really", "not a readable .zip"),
-        ("bad.jsonl", b"\xff\xfe\x00garbage\n\x00\x01\n", "none of the 2 rows"),
+        ("bad.jsonl", b"\xfe\x00garbage\n\x00\x01\n", "none of the 2 rows"),
+        ("utf16.jsonl", b"\xff\xfe{\x00}\x00", "is UTF-16; save the file as UTF-8"),
         ("empty.jsonl", b"", "holds no articles"),
         ("photo.png", b"\x89PNG", "cannot read .png"),
     ],

@@ -7,6 +7,8 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgr
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SECRET_KEY", "tests-only-secret")
 os.environ.setdefault("DEDUP_VAR_DIR", "/tmp/dedup-tests-var")
+# The test client and the browser speak plain HTTP to the test server (no https redirect).
+os.environ.setdefault("DEDUP_HTTPS", "0")
 
 # A real Celery worker and wait_until, for tests/service and tests/browser.
 pytest_plugins = ["tests.workers"]

@@ -331,6 +331,34 @@ def test_zip_bomb_stops_at_the_unpacked_limit_and_keeps_the_good_rows(web, setti
     )
 
 
+def test_a_json_array_over_its_limit_asks_for_json_lines(web, monkeypatch):
+    from dedup import readers
+
+    monkeypatch.setattr(readers, "MAX_JSON_ARRAY_BYTES", 1000)
+    data = json.dumps(good_rows(ARTICLE * 3, NEAR * 3)).encode()
+    batch = upload(web, "a.json", data)
+    assert batch.state == "failed" and not Article.objects.exists()
+    assert "a.json: a JSON array over 1 KB is not read; send JSON Lines" in batch.message
+
+
+def test_an_error_no_retry_mends_fails_the_upload_instead_of_leaving_it_parsing(web, monkeypatch):
+    from dedup import services, tasks
+
+    web.post("/upload/", {"files": [SimpleUploadedFile("a.jsonl", jsonl(*good_rows()))]})
+    batch = UploadBatch.objects.get()
+
+    def broken(*, upload_id):
+        UploadBatch.objects.filter(id=upload_id).update(state="parsing")
+        raise KeyError("something unforeseen")
+
+    monkeypatch.setattr(services, "upload_process", broken)
+    with pytest.raises(KeyError):
+        tasks.upload_process.run(upload_id=batch.pk)
+    batch.refresh_from_db()
+    assert batch.state == "failed" and batch.finished_at is not None
+    assert batch.message.startswith("could not be read (KeyError: 'something unforeseen')")
+
+
 def test_many_rows_in_one_upload_are_all_kept(web):
     rows = [{"title": f"t{i}", "text": f"{ARTICLE} 第{i}篇"} for i in range(10_000)]
     batch = upload(web, "many.jsonl", jsonl(*rows))

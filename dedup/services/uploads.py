@@ -97,10 +97,27 @@ def upload_create(*, file, name: str, user=None) -> UploadBatch:
         batch = UploadBatch(name=storable(name)[:300], uploaded_by=user)
         batch.file.save(safe_name, File(file, name=safe_name), save=False)
         batch.save()
-        from dedup import tasks
-
-        transaction.on_commit(lambda: tasks.upload_process.delay(upload_id=batch.pk))
+        transaction.on_commit(lambda: _upload_send(batch.pk))
     return batch
+
+
+def _upload_send(upload_id: int) -> None:
+    """Have a worker read the upload; with the broker down, fail it (nothing would ever read
+    it) and raise, so that the caller is told to send the file again."""
+    from kombu.exceptions import OperationalError as BrokerDown
+
+    from dedup import tasks
+
+    try:
+        tasks.upload_process.delay(upload_id=upload_id)
+    except BrokerDown:
+        UploadBatch.objects.filter(id=upload_id, state=UploadState.RECEIVED).update(
+            state=UploadState.FAILED,
+            message="not sent to the workers: the queue (Redis) was not answering; "
+            "upload the file again in a minute",
+            finished_at=timezone.now(),
+        )
+        raise
 
 
 def upload_process(*, upload_id: int) -> UploadBatch:

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
-from django.core.cache import caches
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import OperationalError
@@ -20,7 +19,6 @@ from django.test import Client
 
 from dedup.models import ApiToken, Article, UploadBatch
 from tests import roles
-from webui.signin import failure_keys
 
 pytestmark = pytest.mark.django_db
 
@@ -33,23 +31,6 @@ def editor() -> User:
     user = User.objects.create_user("mei.lin", password=PASSWORD, is_staff=True)
     user.groups.add(roles.group("editor"))
     return user
-
-
-@pytest.fixture(autouse=True)
-def _signin_counts_forgotten():
-    """Each test starts with no failures counted for the addresses and names it uses."""
-
-    def forget():
-        keys = []
-        for address in ("10.0.0.1", "10.0.0.2", "10.0.0.3", "127.0.0.1"):
-            for name in ("mei.lin", "nobody", "other"):
-                request = type("R", (), {"META": {"REMOTE_ADDR": address}})()
-                keys += failure_keys(request, name)
-        caches["signin"].delete_many(keys)
-
-    forget()
-    yield
-    forget()
 
 
 def sign_in(address: str, username: str, password: str, url: str = "/accounts/login/"):

@@ -418,6 +418,14 @@ def test_api_check_answers_json_whatever_the_text(api, body):
     assert response.status_code in (200, 400), response.content[:300]
 
 
+def test_api_check_refuses_a_text_over_the_article_limit(api, settings):
+    settings.DEDUP_MAX_ARTICLE_BYTES = 2**20
+    body = json.dumps({"text": "长" * 400_000}, ensure_ascii=False).encode()
+    response = api.post("/api/check", body, content_type="application/json")
+    assert response.status_code == 400
+    assert '"text" is 1.1 MB, over the limit of 1 MB per article' in response.json()["error"]
+
+
 def test_api_file_upload_keeps_the_good_rows(api):
     data = jsonl(*good_rows(ARTICLE), {"text": "\u0000"}, *good_rows(NEAR))
     response = api.post("/api/uploads", {"file": SimpleUploadedFile("a.jsonl", data)})

@@ -125,7 +125,8 @@ def upload_process(*, upload_id: int) -> UploadBatch:
 
     Run again (a retry), it recounts the file and creates only the rows it has not created."""
     batch = UploadBatch.objects.get(id=upload_id)
-    if batch.state in (UploadState.DONE, UploadState.FAILED):
+    # Processing: every row was read (its file is gone); a task delivered again has no more to do.
+    if batch.state in (UploadState.PROCESSING, UploadState.DONE, UploadState.FAILED):
         return batch
     UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PARSING)
     made = set(Article.objects.filter(upload_id=upload_id).values_list("row", flat=True))
@@ -181,6 +182,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
             batch, f"none of the {total} rows could be read (first: {first}); {SUPPORTED}"
         )
     UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PROCESSING)
+    _upload_file_delete(batch)
     if connection.vendor == "postgresql" and accepted >= ANALYZE_AFTER_ROWS:
         # The planner's statistics of the article table are now far off; autovacuum would
         # fix them within minutes, while the workers are busy with these very articles.
@@ -205,10 +207,18 @@ def upload_abandon(*, upload_id: int, error: Exception) -> None:
     )
 
 
+def _upload_file_delete(batch: UploadBatch) -> None:
+    """Delete an upload's file once its rows are read: the articles hold what it held."""
+    if batch.file:
+        batch.file.delete(save=False)
+        UploadBatch.objects.filter(id=batch.pk).update(file="")
+
+
 def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
     UploadBatch.objects.filter(id=batch.pk).update(
         state=UploadState.FAILED, message=storable(message), finished_at=timezone.now()
     )
+    _upload_file_delete(batch)
     batch.refresh_from_db()
     return batch
 

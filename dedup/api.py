@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
+from kombu.exceptions import OperationalError as BrokerDown
 
 from dedup import selectors, services
 from dedup.clusters import Bars
@@ -29,6 +32,8 @@ MAX_ARTICLES_PER_REQUEST = 1000
 READ = "dedup.view_article"
 READ_UPLOADS = "dedup.view_uploadbatch"
 SUBMIT = "dedup.add_uploadbatch"
+RETRY_AFTER_SECONDS = 30  # what a 503 asks a client to wait
+logger = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
@@ -114,6 +119,17 @@ def api_view(method: str, permission: str) -> Callable:
                 return error(413, f"The request is larger than {limit} bytes; send fewer rows.")
             except (SuspiciousOperation, MultiPartParserError) as exc:
                 return error(400, f"The request could not be read: {exc}.")
+            except (OperationalError, InterfaceError, BrokerDown) as exc:
+                logger.warning("API %s answered 503: %s", request.path, exc)
+                part = "queue" if isinstance(exc, BrokerDown) else "database"
+                return error(
+                    503,
+                    f"The service's {part} is not answering; try again in a minute.",
+                    Retry_After=str(RETRY_AFTER_SECONDS),
+                )
+            except DatabaseError:
+                logger.exception("API %s failed", request.path)
+                return error(500, "The database refused this request; an admin can see why.")
 
         return wrapper
 
@@ -126,6 +142,8 @@ def _json_body(request: HttpRequest):
         raise ApiError(400, "The request has no body; send JSON.")
     try:
         return json.loads(request.body)
+    except RecursionError:
+        raise ApiError(400, "The body is nested too deeply; send a list of flat objects.") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ApiError(400, f"The body is not valid JSON: {exc}.") from None
 

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from dedup.models import Article, Decision, Verdict
+from dedup.models import Article, Decision, Match, Verdict
 
 PAIR_VERDICTS = (Verdict.DUPLICATE, Verdict.NOT_DUPLICATE)
 
@@ -83,6 +83,11 @@ def _pair_record(pair: PairDecision, verdict: str, user, note: str) -> Decision:
     locked = list(Article.objects.select_for_update().filter(id__in=(lo, hi)).values_list("id"))
     if len(locked) != 2:
         raise DecisionInvalid(_("One of these articles no longer exists; reload the page."))
+    if not Match.objects.filter(a_id=lo, b_id=hi).exists():
+        raise DecisionInvalid(
+            _("Articles %(a)s and %(b)s were never matched: decide on pairs the queue shows.")
+            % {"a": lo, "b": hi}
+        )
     latest = pair_latest(lo, hi)
     _check_seen(latest, pair.seen)
     if verdict == Verdict.UNDONE and (latest is None or latest.verdict == Verdict.UNDONE):

@@ -99,7 +99,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "dedup.middleware.RequestSizeLimit",
     "django.middleware.security.SecurityMiddleware",
+    "dedup.middleware.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -108,6 +110,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "dedup.middleware.DatabaseDown",
 ]
 
 ROOT_URLCONF = "dedup.urls"
@@ -148,6 +151,9 @@ LOGIN_REDIRECT_URL = "/"
 
 # Uploads: the web process only stores the file; workers parse it.
 DEDUP_MAX_UPLOAD_BYTES = env_int("DEDUP_MAX_UPLOAD_MB", 200) * 1024 * 1024
+# One article (a line, a CSV row, a page), and all that a .zip may unpack to (zip bombs).
+DEDUP_MAX_ARTICLE_BYTES = env_int("DEDUP_MAX_ARTICLE_MB", 2) * 1024 * 1024
+DEDUP_MAX_UNPACKED_BYTES = env_int("DEDUP_MAX_UNPACKED_MB", 1024) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DEDUP_MAX_REQUEST_MB", 20) * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
@@ -202,6 +208,50 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
 
-if not DEBUG:
-    SESSION_COOKIE_HTTPONLY = True
-    X_FRAME_OPTIONS = "DENY"
+# --- Security ---------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 10},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# Sign-in: this many failures per address, and per user name, within the window lock it out
+# for the rest of the window (counted in the "signin" cache, shared by the web workers).
+DEDUP_SIGNIN_FAILURES = env_int("DEDUP_SIGNIN_FAILURES", 10)
+DEDUP_SIGNIN_WINDOW_SECONDS = env_int("DEDUP_SIGNIN_WINDOW_SECONDS", 15 * 60)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "signin": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "dedup-signin",
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "signin"}
+    ),
+}
+
+# The site is served over HTTPS (by gunicorn or, with DEDUP_BEHIND_PROXY, by a proxy that
+# terminates TLS and sets X-Forwarded-Proto): cookies only over HTTPS, HSTS, http redirected.
+HTTPS = env_bool("DEDUP_HTTPS", default=not DEBUG)
+if env_bool("DEDUP_BEHIND_PROXY", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # probes speak plain HTTP inside
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
+SESSION_COOKIE_HTTPONLY = True  # the csrftoken cookie stays readable: app.js sends it
+X_FRAME_OPTIONS = "DENY"
+# Every script is a file of static/ and no page loads anything from elsewhere; style
+# attributes (a progress bar's width, a legend's colour, the admin's) need 'unsafe-inline'.
+DEDUP_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)

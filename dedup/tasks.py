@@ -33,8 +33,14 @@ def _again(task) -> bool:
 
 @shared_task(name="dedup.tasks.upload_process", **RETRY)
 def upload_process(self, upload_id: int) -> None:
-    """Read an uploaded file into articles."""
-    services.upload_process(upload_id=upload_id)
+    """Read an uploaded file into articles; an error no retry mends fails the upload."""
+    try:
+        services.upload_process(upload_id=upload_id)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as error:
+        services.upload_abandon(upload_id=upload_id, error=error)
+        raise
 
 
 @shared_task(name="dedup.tasks.articles_process", **RETRY)

@@ -1,10 +1,19 @@
-"""URLs: the admin, sign-in, language choice, the JSON API (dedup/api.py) and the dashboard."""
+"""URLs: probes, the admin, sign-in, language choice, the JSON API (dedup/api.py), the dashboard."""
 
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
+from webui.health import healthz, readyz
+from webui.signin import AdminSignInForm, SignInForm
+
+admin.site.login_form = AdminSignInForm  # the admin's sign-in counts failures too
+
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
     path("admin/", admin.site.urls),
+    path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/", include("dedup.api_urls")),

@@ -201,10 +201,22 @@ class _Echo:
         return value
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """Return a cell a spreadsheet shows as text: a leading =, +, -, @, tab or CR would make
+    it a formula (=HYPERLINK(...), +cmd|...), so such text gets a leading apostrophe."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def _csv_response(rows, name: str) -> StreamingHttpResponse:
     writer = csv.writer(_Echo())
     response = StreamingHttpResponse(
-        (writer.writerow(row) for row in rows), content_type="text/csv; charset=utf-8"
+        (writer.writerow([csv_cell(v) for v in row]) for row in rows),
+        content_type="text/csv; charset=utf-8",
     )
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

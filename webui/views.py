@@ -12,6 +12,7 @@ from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
+from kombu.exceptions import OperationalError as BrokerDown
 
 from dedup import selectors, services
 from dedup.errors import UploadTooLarge
@@ -77,6 +78,11 @@ def _uploads_store(form: UploadForm, user) -> tuple[list[UploadBatch], list[str]
             )
         except UploadTooLarge as exc:  # the form checks first; the service has the last word
             problems.append(str(exc))
+        except BrokerDown:
+            problems.append(
+                _("%(name)s was not received: the queue is not answering; upload it again in a "
+                  "minute.") % {"name": file.name}
+            )  # fmt: skip
     return created, problems
 
 

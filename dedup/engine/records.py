@@ -98,27 +98,37 @@ def jsonl_objects(
     """Yield ("name:line", object) for each JSON object line, or a BadRow saying what is wrong
     with it (`example` shows the expected shape); blank lines are skipped."""
     for number, raw in enumerate(lines, start=1):
-        where = f"{name}:{number}"
-        try:
-            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError as error:
-            yield BadRow(
-                where,
-                f"not UTF-8 (byte {raw[error.start]:#04x} at column "
-                f"{error.start + 1}); save the file as UTF-8",
-            )
-            continue
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as error:
-            yield BadRow(where, f"not valid JSON ({error.msg} at column {error.colno})")
-            continue
-        if not isinstance(obj, dict):
-            yield BadRow(where, f"expected an object like {example}")
-            continue
-        yield where, obj
+        item = jsonl_object(raw, f"{name}:{number}", first=number == 1, example=example)
+        if item is not None:
+            yield item
+
+
+def jsonl_object(
+    raw: bytes, where: str, *, first: bool, example: str
+) -> tuple[str, dict] | BadRow | None:
+    """Return (where, object) for one JSON Lines line, a BadRow saying what is wrong with it,
+    or None for a blank line."""
+    try:
+        line = raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as error:
+        return BadRow(
+            where,
+            f"not UTF-8 (byte {raw[error.start]:#04x} at column "
+            f"{error.start + 1}); save the file as UTF-8",
+        )
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as error:
+        return BadRow(where, f"not valid JSON ({error.msg} at column {error.colno})")
+    except RecursionError:
+        return BadRow(where, "nested too deeply to read; send one flat object per line")
+    except ValueError:  # json.loads' other refusal: an integer of more than 4300 digits
+        return BadRow(where, "not readable JSON (a number of more than 4300 digits)")
+    if not isinstance(obj, dict):
+        return BadRow(where, f"expected an object like {example}")
+    return where, obj
 
 
 def _record(obj: dict, where: str) -> Row:

@@ -18,7 +18,7 @@ from dedup.services.ingest import articles_ingest
 from dedup.services.processing import articles_process, articles_prune, articles_requeue_stuck
 from dedup.services.reindex import EDITABLE as EDITABLE
 from dedup.services.reindex import index_rebuild, settings_update
-from dedup.services.uploads import upload_create, upload_delete, upload_process
+from dedup.services.uploads import upload_abandon, upload_create, upload_delete, upload_process
 
 __all__ = [
     "ArticleInvalid",
@@ -32,6 +32,7 @@ __all__ = [
     "index_rebuild",
     "settings_update",
     "text_check",
+    "upload_abandon",
     "upload_create",
     "upload_delete",
     "upload_process",

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from django.conf import settings as django_settings
+
 from dedup import index
 from dedup.errors import ArticleInvalid, DedupError
 from dedup.models import Article, MatchKind
+from dedup.services.ingest import text_problem
 
 
 def text_check(*, text: str, k: int | None = None) -> dict:
     """Return a text's fingerprint and the stored articles it duplicates; store nothing."""
     if not isinstance(text, str) or not text.strip():
         raise ArticleInvalid('needs a non-empty "text"', field="text")
+    if (problem := text_problem(text)) is not None:
+        raise ArticleInvalid(f'"text" {problem}', field="text")
+    size = len(text.encode("utf-8"))
+    if size > (limit := django_settings.DEDUP_MAX_ARTICLE_BYTES):
+        raise ArticleInvalid(
+            f'"text" is {size / 2**20:,.1f} MB, over the limit of {limit / 2**20:g} MB per '
+            "article (DEDUP_MAX_ARTICLE_MB); check a part of it",
+            field="text",
+        )
     current = index.settings_current()
     settings = current.active()  # answers come from the active version until a rebuild ends
     version = current.active_version

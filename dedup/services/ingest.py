@@ -16,6 +16,27 @@ from dedup.models import Article
 _LIMITS = {"title": 500, "source": 200, "url": 2000, "external_id": 500}
 
 
+def text_problem(value: str) -> str | None:
+    """Return what makes a text unstorable (a NUL character, a lone surrogate), or None."""
+    if (at := value.find("\x00")) >= 0:
+        return f"holds a NUL character (U+0000) at character {at + 1}; remove it"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(value[error.start])
+        return (
+            f"holds a lone surrogate (U+{code:04X}) at character {error.start + 1}, half of a "
+            "character that was cut in two; fix the text's encoding"
+        )
+    return None
+
+
+def _text_checked(value: str, key: str, at: str, number: int | None) -> str:
+    if (problem := text_problem(value)) is not None:
+        raise ArticleInvalid(f'{at}"{key}" {problem}', row=number, field=key)
+    return value
+
+
 def article_clean(row: dict, *, number: int | None = None, label: str = "") -> dict:
     """Return an article's fields from a row, or raise ArticleInvalid naming the field.
 
@@ -33,6 +54,15 @@ def article_clean(row: dict, *, number: int | None = None, label: str = "") -> d
         raise ArticleInvalid(f'{at}"body" must be a string, not {kind}', row=number, field="body")
     if not body.strip():
         raise ArticleInvalid(f'{at}"body" is empty', row=number, field="body")
+    _text_checked(body, "body", at, number)
+    size = len(body.encode("utf-8"))
+    if size > (limit := django_settings.DEDUP_MAX_ARTICLE_BYTES):
+        raise ArticleInvalid(
+            f'{at}"body" is {size / 2**20:,.1f} MB, over the limit of {limit / 2**20:g} MB per '
+            "article (DEDUP_MAX_ARTICLE_MB); split it into smaller articles",
+            row=number,
+            field="body",
+        )
     fields = {"body": body}
     names = (("title", "title"), ("source", "source"), ("url", "url"), ("external_id", "id"))
     for name, key in names:
@@ -43,7 +73,7 @@ def article_clean(row: dict, *, number: int | None = None, label: str = "") -> d
             raise ArticleInvalid(
                 f'{at}"{key}" must be a string, not {type(value).__name__}', row=number, field=key
             )
-        value = str(value).strip()
+        value = _text_checked(str(value).strip(), key, at, number)
         if len(value) > _LIMITS[name]:
             raise ArticleInvalid(
                 f'{at}"{key}" is {len(value)} characters long, at most {_LIMITS[name]} fit',
@@ -59,7 +89,7 @@ def _parse_published(value, at: str, number: int | None) -> datetime | None:
     if value is None or value == "":
         return None
     parsed = None
-    if isinstance(value, str):
+    if isinstance(value, str) and text_problem(value) is None:
         try:
             parsed = parse_datetime(value.strip())
             if parsed is None and (day := parse_date(value.strip())) is not None:
@@ -69,7 +99,7 @@ def _parse_published(value, at: str, number: int | None) -> datetime | None:
     if parsed is None:
         raise ArticleInvalid(
             f'{at}"published_at" must be an ISO-8601 date or time like 2024-05-01T08:00:00+08:00,'
-            f" not {value!r}",
+            f" not {repr(value)[:80]}",
             row=number,
             field="published_at",
         )
@@ -96,7 +126,11 @@ def _enqueue_process(article_ids: list[int]) -> None:
     size = max(1, django_settings.DEDUP_CHUNK_SIZE)
     for start in range(0, len(article_ids), size):
         chunk = list(article_ids[start : start + size])
-        transaction.on_commit(lambda chunk=chunk: tasks.articles_process.delay(article_ids=chunk))
+        # robust: with the broker down the articles are stored all the same (the caller must
+        # not send them again) and beat's articles_requeue_stuck sends them once it is back.
+        transaction.on_commit(
+            lambda chunk=chunk: tasks.articles_process.delay(article_ids=chunk), robust=True
+        )
 
 
 @transaction.atomic

@@ -16,11 +16,16 @@ from dedup.db import int_array, pg_cursor
 from dedup.engine.records import BadRow, InputError
 from dedup.errors import ArticleInvalid, UploadTooLarge
 from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
-from dedup.readers import SUPPORTED, upload_rows
+from dedup.readers import SUPPORTED, Limits, upload_rows
 from dedup.services.ingest import _article, _enqueue_process, article_clean
 
 ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
 MAX_UPLOAD_ERRORS = 100  # per-row errors kept on an upload; the counts stay exact
+
+
+def storable(message: str) -> str:
+    """Return a message with what PostgreSQL cannot store (NUL, lone surrogates) spelled out."""
+    return message.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datetime) -> list[int]:
@@ -93,17 +98,34 @@ def upload_create(
     safe_name = PurePosixPath(name.replace("\\", "/")).name or "upload"
     with transaction.atomic():
         batch = UploadBatch(
-            name=name[:300],
+            name=storable(name)[:300],
             uploaded_by=user,
             source=source.strip()[:200],
             published_at=published_at,
         )
         batch.file.save(safe_name, File(file, name=safe_name), save=False)
         batch.save()
-        from dedup import tasks
-
-        transaction.on_commit(lambda: tasks.upload_process.delay(upload_id=batch.pk))
+        transaction.on_commit(lambda: _upload_send(batch.pk))
     return batch
+
+
+def _upload_send(upload_id: int) -> None:
+    """Have a worker read the upload; with the broker down, fail it (nothing would ever read
+    it) and raise, so that the caller is told to send the file again."""
+    from kombu.exceptions import OperationalError as BrokerDown
+
+    from dedup import tasks
+
+    try:
+        tasks.upload_process.delay(upload_id=upload_id)
+    except BrokerDown:
+        UploadBatch.objects.filter(id=upload_id, state=UploadState.RECEIVED).update(
+            state=UploadState.FAILED,
+            message="not sent to the workers: the queue (Redis) was not answering; "
+            "upload the file again in a minute",
+            finished_at=timezone.now(),
+        )
+        raise
 
 
 def upload_process(*, upload_id: int) -> UploadBatch:
@@ -111,11 +133,15 @@ def upload_process(*, upload_id: int) -> UploadBatch:
 
     Run again (a retry), it recounts the file and creates only the rows it has not created."""
     batch = UploadBatch.objects.get(id=upload_id)
-    if batch.state in (UploadState.DONE, UploadState.FAILED):
+    # Processing: every row was read (its file is gone); a task delivered again has no more to do.
+    if batch.state in (UploadState.PROCESSING, UploadState.DONE, UploadState.FAILED):
         return batch
     UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PARSING)
     made = set(Article.objects.filter(upload_id=upload_id).values_list("row", flat=True))
-    limit = django_settings.DEDUP_MAX_UPLOAD_BYTES
+    limits = Limits(
+        article_bytes=django_settings.DEDUP_MAX_ARTICLE_BYTES,
+        unpacked_bytes=django_settings.DEDUP_MAX_UNPACKED_BYTES,
+    )
     total = accepted = rejected = 0
     errors: list[dict] = []
     pending: list[tuple[dict, int]] = []  # (fields, row number)
@@ -133,7 +159,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
 
     try:
         with batch.file.open("rb") as stream:
-            for number, row in enumerate(upload_rows(stream, batch.name, max_bytes=limit), 1):
+            for number, row in enumerate(upload_rows(stream, batch.name, limits=limits), 1):
                 total += 1
                 try:
                     if isinstance(row, BadRow):
@@ -150,7 +176,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
                         message = error.message
                         if not isinstance(row, BadRow):
                             message = f"{where}: {message}"
-                        errors.append({"row": number, "message": message})
+                        errors.append({"row": number, "message": storable(message)})
                     continue
                 accepted += 1
                 if number not in made:
@@ -168,6 +194,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
             batch, f"none of the {total} rows could be read (first: {first}); {SUPPORTED}"
         )
     UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PROCESSING)
+    _upload_file_delete(batch)
     if connection.vendor == "postgresql" and accepted >= ANALYZE_AFTER_ROWS:
         # The planner's statistics of the article table are now far off; autovacuum would
         # fix them within minutes, while the workers are busy with these very articles.
@@ -178,10 +205,32 @@ def upload_process(*, upload_id: int) -> UploadBatch:
     return batch
 
 
+def upload_abandon(*, upload_id: int, error: Exception) -> None:
+    """Mark an upload failed by an error no retry mends, so that it is not left unfinished."""
+    UploadBatch.objects.filter(
+        id=upload_id, state__in=(UploadState.RECEIVED, UploadState.PARSING)
+    ).update(
+        state=UploadState.FAILED,
+        message=storable(
+            f"could not be read ({type(error).__name__}: {str(error)[:300]}); the rows read "
+            "before it are kept; report this to an admin and upload the rest again"
+        ),
+        finished_at=timezone.now(),
+    )
+
+
+def _upload_file_delete(batch: UploadBatch) -> None:
+    """Delete an upload's file once its rows are read: the articles hold what it held."""
+    if batch.file:
+        batch.file.delete(save=False)
+        UploadBatch.objects.filter(id=batch.pk).update(file="")
+
+
 def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
     UploadBatch.objects.filter(id=batch.pk).update(
-        state=UploadState.FAILED, message=message, finished_at=timezone.now()
+        state=UploadState.FAILED, message=storable(message), finished_at=timezone.now()
     )
+    _upload_file_delete(batch)
     batch.refresh_from_db()
     return batch
 

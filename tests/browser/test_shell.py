@@ -165,3 +165,26 @@ def test_admin_sees_the_overview(page, sign_in, shot, tmp_path):
     expect(page.locator("#workers")).to_be_visible()
     shot(page, "05-overview")
     assert page.js_errors == []
+
+
+def test_pages_run_their_scripts_under_the_content_security_policy(page, sign_in):
+    from dedup import services
+    from dedup.models import Match
+
+    a, b = services.articles_ingest(
+        rows=[{"text": ARTICLE, "url": "javascript:alert(1)"}, {"text": NEAR}]
+    )
+    Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.93, version="v")
+    violations = []
+    page.on("console", lambda m: "Content Security Policy" in m.text and violations.append(m.text))
+    sign_in(page, "admin", "/")
+    pages = ["/", f"/clusters/{a.id}/", f"/compare/{a.id}/{b.id}/", "/upload/", "/overview/"]
+    for url in [*pages, "/admin/", "/admin/dedup/article/", f"/admin/dedup/article/{a.id}/change/"]:
+        response = page.goto(url)
+        assert response.status == 200, url
+        assert "script-src 'self';" in response.headers["content-security-policy"], url
+        if url in pages:  # the site's own script ran: it defines window.dedup
+            assert page.evaluate("typeof window.dedup") == "object", url
+        page.wait_for_load_state("networkidle")
+    assert page.locator("a[href^='javascript:']").count() == 0
+    assert violations == [] and page.js_errors == []

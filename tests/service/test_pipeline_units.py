@@ -272,11 +272,26 @@ def test_upload_with_bad_rows_keeps_good_rows_and_reports_them():
     assert [(a.external_id, a.row) for a in articles] == [("a", 1), ("c", 4)]
     services.upload_process(upload_id=batch.pk)  # a retry creates nothing twice
     assert Article.objects.filter(upload=batch).count() == 2
+    batch.refresh_from_db()
+    assert batch.state == "processing" and not batch.file  # the file was deleted once read
     status = selectors.upload_status(upload_id=batch.pk)
     assert (status["processed"], status["progress"]) == (0, 0.0)
     services.articles_process(article_ids=[a.pk for a in articles])
     status = selectors.upload_status(upload_id=batch.pk)
     assert (status["state"], status["processed"], status["progress"]) == ("done", 2, 1.0)
+
+
+def test_an_uploads_file_is_deleted_once_read_or_refused(settings):
+    good = upload("a.jsonl", jsonl({"text": ARTICLE}))
+    bad = upload("b.csv", b"name,age\nx,1\n")
+    paths = [settings.MEDIA_ROOT / b.file.name for b in (good, bad)]
+    assert all(path.exists() for path in paths)
+    for batch in (good, bad):
+        services.upload_process(upload_id=batch.pk)
+        batch.refresh_from_db()
+        assert batch.file.name == "" and batch.name in ("a.jsonl", "b.csv")
+    assert not any(path.exists() for path in paths)
+    assert [good.state, bad.state] == ["processing", "failed"]
 
 
 def test_upload_csv_and_zip():
@@ -301,7 +316,8 @@ def test_upload_csv_and_zip():
     [
         ("bad.csv", b"name,age\nx,1\n", "text (or body) column"),
         ("bad.zip", b"PK not really", "not a readable .zip"),
-        ("bad.jsonl", b"\xff\xfe\x00garbage\n\x00\x01\n", "none of the 2 rows"),
+        ("bad.jsonl", b"\xfe\x00garbage\n\x00\x01\n", "none of the 2 rows"),
+        ("utf16.jsonl", b"\xff\xfe{\x00}\x00", "is UTF-16; save the file as UTF-8"),
         ("empty.jsonl", b"", "holds no articles"),
         ("photo.png", b"\x89PNG", "cannot read .png"),
     ],

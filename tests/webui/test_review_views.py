@@ -496,6 +496,43 @@ def test_exports_name_articles_as_editors_know_them(editor_client, editor, chain
     assert by_article[str(b.id)]["title"] == "标题 2"
 
 
+def test_decision_on_two_articles_that_never_matched_is_refused(editor_client, chain):
+    a, _b, c = chain  # a and c are in one cluster, through b, but never matched each other
+    response = editor_client.post(
+        "/decisions/", {"pick": f"duplicate:{a.id}:{c.id}:0"}, follow=True
+    )
+    assert "从未匹配" in response.content.decode() or "never matched" in response.content.decode()
+    response = editor_client.post(
+        "/decisions/bulk/",
+        {"verdict": "not_duplicate", "pair": [f"{a.id}:{c.id}:0", f"{c.id}:{article(9).id}:0"]},
+        follow=True,
+    )
+    assert not Decision.objects.exists()
+
+
+def test_csv_exports_neutralise_formula_cells(editor_client, editor, chain):
+    a, b, _c = chain
+    notes = ['=HYPERLINK("http://evil")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(1)", "\tx", "\rx"]
+    for note in notes:
+        Decision.objects.create(a=a, b=b, verdict="duplicate", decided_by=editor, note=note)
+    Article.objects.filter(pk=a.pk).update(source="=1+1")
+    response = editor_client.get("/export/decisions.csv")
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [r[6] for r in rows[1:]] == ["'" + note for note in notes]
+    response = editor_client.get("/export/clusters.csv?near=0.5")
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert "'=1+1" in [r[8] for r in rows[1:]]
+
+
+def test_compare_links_article_urls_only_when_they_are_web_addresses(editor_client, chain):
+    a, b, _c = chain
+    Article.objects.filter(pk=a.pk).update(url="javascript:alert(1)")
+    Article.objects.filter(pk=b.pk).update(url="https://example.com/b")
+    html = editor_client.get(f"/compare/{a.id}/{b.id}/").content.decode()
+    assert 'href="https://example.com/b"' in html
+    assert 'href="javascript:' not in html
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
     import threading
@@ -505,6 +542,7 @@ def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
     from dedup import review
 
     a, b = article(1), article(2)
+    Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.81)
     users = [user_in(django_user_model, "editor", f"e{i}") for i in range(2)]
     barrier = threading.Barrier(2)
     outcomes = []

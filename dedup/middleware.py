@@ -1,0 +1,106 @@
+"""Project middleware: request bodies refused by size before they are read, a readable 503 when
+the database is down, and the content security policy on every answer."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.html import escape
+
+logger = logging.getLogger(__name__)
+RETRY_AFTER_SECONDS = 30
+UPLOAD_PATHS = ("/upload/", "/api/uploads")  # where a body may hold a whole file
+ENVELOPE = 2**20  # room for a multipart body's headers and other fields around the file
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:,.1f} MB"
+
+
+def _page(status: int, title: str, message: str, back: str) -> str:
+    """Return a page that needs nothing but itself (no template, session or database)."""
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{status} {escape(title)}'
+        f'</title><link rel="stylesheet" href="/{settings.STATIC_URL.strip("/")}/webui/app.css">'
+        f'</head><body><main class="card"><h1>{escape(title)}</h1><p>{escape(message)}</p>'
+        f'<p><a href="{escape(back)}">{escape(back)}</a></p></main></body></html>'
+    )
+
+
+class RequestSizeLimit:
+    """Refuse a request whose declared body is over the limit of its address (twice an
+    upload's file limit, or DATA_UPLOAD_MAX_MEMORY_SIZE elsewhere) before anything reads or
+    spools it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        upload = request.path_info in UPLOAD_PATHS
+        allowed = (
+            settings.DEDUP_MAX_UPLOAD_BYTES if upload else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        )
+        # An upload may be read up to twice its file limit: the form then refuses a file a
+        # little over the limit by its name, in the user's language (or takes two files).
+        if length <= allowed * (2 if upload else 1) + ENVELOPE:
+            return self.get_response(request)
+        if upload:
+            message = (
+                f"The request is {_mb(length)}, over the limit of {_mb(allowed)} per file "
+                "(DEDUP_MAX_UPLOAD_MB): split the file, and send one file per request."
+            )
+        else:
+            message = (
+                f"The request is {_mb(length)}, over the limit of {_mb(allowed)} "
+                "(DEDUP_MAX_REQUEST_MB): send less in each request."
+            )
+        if request.path_info.startswith("/api/"):
+            return JsonResponse({"error": message}, status=413)
+        if "application/json" in request.headers.get("Accept", ""):
+            return JsonResponse({"uploads": [], "errors": [message]}, status=413)
+        return HttpResponse(_page(413, "Too large", message, request.path), status=413)
+
+
+class DatabaseDown:
+    """Answer 503 with Retry-After, a readable page (JSON under /api/), when a view finds the
+    database down: never a stack trace or a bare 500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception):
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        logger.warning("%s answered 503: %s", request.path, exception)
+        message = "The service's database is not answering; try again in a minute."
+        if request.path_info.startswith("/api/"):
+            response = JsonResponse({"error": message}, status=503)
+        else:
+            page = _page(503, "Try again in a minute", message, request.get_full_path())
+            response = HttpResponse(page, status=503)
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+
+
+class ContentSecurityPolicy:
+    """Send DEDUP_CONTENT_SECURITY_POLICY with every answer that has none of its own."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.headers.setdefault(
+            "Content-Security-Policy", settings.DEDUP_CONTENT_SECURITY_POLICY
+        )
+        return response

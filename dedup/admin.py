@@ -344,6 +344,12 @@ class WebhookAdmin(admin.ModelAdmin):
     readonly_fields = ["match_cursor", "decision_cursor", "created_at"]
     inlines = [DeliveryInline]
 
+    def save_model(self, request, obj: Webhook, form, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+        else:
+            services.webhook_start(webhook=obj)
+
 
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(ReadOnlyAdmin):

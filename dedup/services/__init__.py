@@ -20,7 +20,7 @@ from dedup.services.processing import articles_process, articles_prune, articles
 from dedup.services.reindex import EDITABLE as EDITABLE
 from dedup.services.reindex import index_rebuild, settings_update
 from dedup.services.uploads import upload_create, upload_process
-from dedup.services.webhooks import deliveries_resend, webhooks_dispatch
+from dedup.services.webhooks import deliveries_resend, webhook_start, webhooks_dispatch
 
 __all__ = [
     "ArticleInvalid",
@@ -38,5 +38,6 @@ __all__ = [
     "text_check",
     "upload_create",
     "upload_process",
+    "webhook_start",
     "webhooks_dispatch",
 ]

@@ -51,6 +51,16 @@ def webhooks_notify() -> None:
         tasks.webhooks_dispatch.delay()
 
 
+def webhook_start(*, webhook: Webhook) -> None:
+    """Start a new webhook's cursors at the newest match and decision: it is told what
+    happens from now on, not the past."""
+    from dedup.models import Decision, Match
+
+    webhook.match_cursor = Match.objects.aggregate(newest=Max("id"))["newest"] or 0
+    webhook.decision_cursor = Decision.objects.aggregate(newest=Max("id"))["newest"] or 0
+    webhook.save()
+
+
 def webhooks_dispatch() -> int:
     """Turn the matches and decisions after each active webhook's cursors into deliveries,
     and queue them; return how many were made."""
@@ -94,8 +104,8 @@ def _webhook_dispatch(webhook_id: int) -> int:
 
 
 def _changes(cursor: int | None, read, model: str) -> tuple[int, list]:
-    """Return the cursor moved past every change after it, and those changes. A webhook's
-    first dispatch starts from the newest: it is not sent the past."""
+    """Return the cursor moved past every change after it, and those changes. A webhook
+    made without webhook_start starts from the newest at its first dispatch."""
     from django.apps import apps
 
     if cursor is None:

@@ -344,6 +344,11 @@ class WebhookAdmin(admin.ModelAdmin):
     readonly_fields = ["match_cursor", "decision_cursor", "created_at"]
     inlines = [DeliveryInline]
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "url":
+            kwargs["assume_scheme"] = "https"  # an address typed without one
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     def save_model(self, request, obj: Webhook, form, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)

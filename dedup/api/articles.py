@@ -124,6 +124,7 @@ def _k_max() -> int:
     auth=TokenAuth(SUBMIT),
     response={202: SubmitOut, 413: Error, **ERRORS},
     url_name="articles_submit",
+    tags=["articles"],
     openapi_extra=_SUBMIT_BODY,
     summary="Submit one article or a list",
 )
@@ -169,6 +170,7 @@ def _row_error(exc: ArticleInvalid) -> dict:
     auth=TokenAuth(READ),
     response={200: ArticlePage, **ERRORS},
     url_name="articles_find",
+    tags=["articles"],
     summary="Find articles by external id, URL or source",
 )
 def articles_find(
@@ -218,6 +220,7 @@ def _article_json(article: Article, fingerprint) -> dict:
     auth=TokenAuth(READ),
     response={200: CheckOut, **ERRORS},
     url_name="text_check",
+    tags=["articles"],
     openapi_extra=_CHECK_BODY,
     summary="Check a text, storing nothing",
 )
@@ -254,6 +257,7 @@ def _article_or_404(article_id: int) -> Article:
     auth=TokenAuth(READ),
     response={200: ArticleOut, 404: Error, **ERRORS},
     url_name="article_detail",
+    tags=["articles"],
     summary="Read an article",
 )
 def article_detail(request: HttpRequest, article_id: int):
@@ -268,6 +272,7 @@ def article_detail(request: HttpRequest, article_id: int):
     auth=TokenAuth(READ),
     response={200: ArticleMatches, 404: Error, **ERRORS},
     url_name="article_matches",
+    tags=["articles"],
     summary="Read an article's matches",
 )
 def article_matches(
@@ -319,6 +324,7 @@ def _match_json(match, article_id: int) -> dict:
     auth=TokenAuth(SUBMIT),
     response={202: UploadCreated, 413: Error, **ERRORS},
     url_name="upload_create",
+    tags=["uploads"],
     openapi_extra=_UPLOAD_BODY,
     summary="Upload a file of articles",
 )
@@ -344,6 +350,7 @@ def upload_create(request: HttpRequest):
     auth=TokenAuth(READ_UPLOADS),
     response={200: UploadOut, 404: Error, **ERRORS},
     url_name="upload_detail",
+    tags=["uploads"],
     summary="Read an upload's progress",
 )
 def upload_detail(request: HttpRequest, upload_id: int):

@@ -22,6 +22,7 @@ from .articles import ERRORS, PAGE_MAX
     auth=TokenAuth(READ),
     response={200: MatchPage, **ERRORS},
     url_name="matches_changed",
+    tags=["following along"],
     summary="New matches after a cursor",
 )
 def matches_changed(
@@ -49,6 +50,7 @@ def matches_changed(
     auth=TokenAuth(READ),
     response={200: DecisionPage, **ERRORS},
     url_name="decisions_changed",
+    tags=["following along"],
     summary="Editors' decisions after a cursor",
 )
 def decisions_changed(

@@ -195,3 +195,33 @@ def test_slow_receiver_does_not_hold_up_matching(worker_factory, wait_until):
         assert processed_in < 15
     finally:
         receiver.close()
+
+
+@pytest.mark.django_db
+def test_a_webhook_added_in_the_admin_starts_from_now():
+    from django.utils import timezone
+
+    from dedup.models import Decision, Match, Settings
+
+    a, b = (
+        Article.objects.create(
+            body=text, dated_at=timezone.now(), content_hash=Article.hash_body(text)
+        )
+        for text in (ARTICLE, NEAR)
+    )
+    match = Match.objects.create(
+        a=a, b=b, kind="near", distance=1, similarity=0.9, version=Settings.load().active_version
+    )
+    decision = Decision.objects.create(a=a, b=b, verdict="duplicate")
+    admin = Client()
+    admin.force_login(User.objects.create_superuser("root", password="pw"))
+    form = {
+        "url": "http://127.0.0.1:9/hook", "secret": "x", "active": "on", "on_match": "on",
+        "min_similarity": "0.5", "on_decision": "on",
+        "deliveries-TOTAL_FORMS": "0", "deliveries-INITIAL_FORMS": "0",
+    }  # fmt: skip
+    response = admin.post("/admin/dedup/webhook/add/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    webhook = Webhook.objects.get()
+    assert (webhook.match_cursor, webhook.decision_cursor) == (match.pk, decision.pk)
+    assert services.webhooks_dispatch() == 0  # nothing from before it

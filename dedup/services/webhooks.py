@@ -122,14 +122,9 @@ def _changes(cursor: int | None, read, model: str) -> tuple[int, list]:
 
 def _deliveries_create(webhook: Webhook, payloads: list[tuple[str, dict]]) -> list[int]:
     """Store deliveries of events to a webhook and queue them once the transaction commits."""
-    now = timezone.now()
     rows = WebhookDelivery.objects.bulk_create(
         [
-            WebhookDelivery(
-                webhook=webhook,
-                event=event,
-                payload={"event": event, "sent_for": now, **data},
-            )
+            WebhookDelivery(webhook=webhook, event=event, payload={"event": event, **data})
             for event, data in payloads
         ]
     )

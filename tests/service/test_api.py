@@ -196,6 +196,12 @@ def test_unknown_address_is_404_json(client):
     assert "/api/nothing/here" in response.json()["error"]
 
 
+def test_api_root_is_404_json_naming_the_docs(client):
+    response = client.get("/api/")
+    assert response.status_code == 404
+    assert "/api/docs" in response.json()["error"]
+
+
 # POST /api/articles
 
 

@@ -20,6 +20,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -145,6 +146,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1998)
     args = parser.parse_args()
 
+    # Our own files (the workers' logs, the stream): not those of a pipeline bench running.
+    pipeline.WORK_DIR = Path(tempfile.gettempdir()) / f"dedup-bench-webhooks-{args.database}"
     pipeline.WORK_DIR.mkdir(parents=True, exist_ok=True)
     rows, kinds = pipeline.build_stream(args.articles, args.seed)
     path = pipeline.WORK_DIR / "webhooks-articles.jsonl"

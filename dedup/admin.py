@@ -29,6 +29,8 @@ from dedup.models import (
     RebuildJob,
     Settings,
     UploadBatch,
+    Webhook,
+    WebhookDelivery,
     to_unsigned,
 )
 
@@ -342,3 +344,82 @@ class ApiTokenAdmin(admin.ModelAdmin):
             ),
             messages.WARNING,
         )
+
+
+class DeliveryInline(admin.TabularInline):
+    model = WebhookDelivery
+    fields = ["id", "event", "state", "attempts", "response_status", "error", "created_at"]
+    readonly_fields = fields
+    ordering = ["-id"]
+    extra = 0
+    max_num = 0  # none added here
+    can_delete = False
+    show_change_link = True
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("payload")
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    """Addresses told about new matches, decisions and finished uploads (docs/api.md says
+    how a receiver checks the signature); their latest deliveries below."""
+
+    list_display = ["url", "active", "on_match", "min_similarity", "on_decision", "on_upload"]
+    list_filter = ["active"]
+    fields = [
+        "url",
+        "secret",
+        "active",
+        "on_match",
+        "min_similarity",
+        "on_decision",
+        "on_upload",
+        "match_cursor",
+        "decision_cursor",
+        "created_at",
+    ]
+    readonly_fields = ["match_cursor", "decision_cursor", "created_at"]
+    inlines = [DeliveryInline]
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "url":
+            kwargs["assume_scheme"] = "https"  # an address typed without one
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def save_model(self, request, obj: Webhook, form, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+        else:
+            services.webhook_start(webhook=obj)
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    """Each event sent to a webhook, with its receiver's last answer; select some to send
+    them again."""
+
+    list_display = [
+        "id", "webhook", "event", "state", "attempts", "response_status", "created_at", "sent_at"
+    ]  # fmt: skip
+    list_filter = ["state", "event", "webhook"]
+    list_select_related = ["webhook"]
+    fields = [
+        "webhook",
+        "event",
+        "state",
+        "attempts",
+        "response_status",
+        "response_body",
+        "error",
+        "payload",
+        "created_at",
+        "sent_at",
+    ]
+    readonly_fields = fields
+    actions = ["resend"]
+
+    @admin.action(description=_("Send again"))
+    def resend(self, request, queryset) -> None:
+        count = services.deliveries_resend(delivery_ids=list(queryset.values_list("id", flat=True)))
+        self.message_user(request, _("%(count)d deliveries queued again.") % {"count": count})

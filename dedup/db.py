@@ -40,3 +40,25 @@ def columns(rows: list[tuple]) -> list:
         int_array(column) if isinstance(column[0], int) else list(column)
         for column in zip(*rows, strict=True)
     ]
+
+
+# pg_advisory_xact_lock's key for the change sequence ("dedupchg" in ASCII).
+_CHANGE_LOCK = 0x6465647570636867
+
+
+def change_lock() -> None:
+    """Take the change sequence's lock until the transaction ends: call it first in every
+    transaction that inserts matches or decisions.
+
+    Their ids are the cursors of the API's listings and of webhooks. Ids come from a sequence
+    in insert order, but transactions commit in any order: a reader could see id 11 committed
+    while 10 is still in flight, move its cursor past 10 and never see it. Under this lock the
+    writers insert and commit one at a time, so what a reader sees is always every id up to
+    some point. Taken first, before any row lock, so that it never waits on a row held by a
+    transaction that waits for it."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("change_lock() holds until the transaction ends: call it in one")
+    if connection.vendor != "postgresql":
+        return  # SQLite writes one transaction at a time anyway
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHANGE_LOCK])

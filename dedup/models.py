@@ -13,9 +13,11 @@ import hashlib
 import secrets
 
 from django.conf import settings as django_settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Left
 from django.utils.translation import gettext_lazy as _
 
 from dedup.engine import features as engine_features
@@ -126,6 +128,9 @@ def _plan(capacity: int, k_max: int) -> Plan:
     return plan_for(capacity, k_max).plan  # planning costs milliseconds: once per process
 
 
+URL_KEY = 300  # characters of a URL in the look-up index (see Article.Meta)
+
+
 class ArticleStatus(models.TextChoices):
     PENDING = "pending", _("waiting")
     PROCESSING = "processing", _("processing")
@@ -182,10 +187,14 @@ class Article(models.Model):
             models.Index(
                 fields=["exact_of"], condition=Q(exact_of__isnull=False), name="article_exact_of"
             ),
-            # Editors look articles up by the id they were uploaded with (webui search). The
-            # trigram indexes that serve title, text and URL search are PostgreSQL's own
-            # (migration 0016), outside the model: SQLite has no such index.
-            models.Index(fields=["external_id"], name="article_external_id"),
+            # Look-ups by the caller's id (the API's ?external_id=, idempotent re-sends).
+            # Not unique: articles stored before re-sends were recognised may repeat an id.
+            # The id alone: with the source, a long one could pass a B-tree entry's limit.
+            models.Index(
+                fields=["external_id"], condition=~Q(external_id=""), name="article_external_id"
+            ),
+            # By URL: its first URL_KEY characters (a whole URL may pass that limit).
+            models.Index(Left("url", URL_KEY), condition=~Q(url=""), name="article_url"),
         ]
         constraints = [
             # An upload read twice (a retried task) cannot create a row's article twice.
@@ -424,3 +433,60 @@ class ApiToken(models.Model):
         """Create a token for a user; return it and the secret, shown once."""
         key = secrets.token_urlsafe(32)
         return cls.objects.create(user=user, name=name, key_hash=cls.hash_key(key)), key
+
+
+class Webhook(models.Model):
+    """An address told about new matches, decisions and finished uploads (dedup/webhooks.py)."""
+
+    url = models.URLField(_("URL"), max_length=2000)
+    secret = models.CharField(
+        _("secret"),
+        max_length=200,
+        default=functools.partial(secrets.token_urlsafe, 32),
+        help_text=_("signs each delivery: X-Dedup-Signature"),
+    )
+    on_match = models.BooleanField(_("new matches"), default=True)
+    min_similarity = models.FloatField(
+        _("matches at least this similar"), default=0.0, validators=SHARE
+    )
+    on_decision = models.BooleanField(_("editors' decisions"), default=True)
+    on_upload = models.BooleanField(_("finished uploads"), default=True)
+    active = models.BooleanField(_("active"), default=True)
+    # The last match and decision turned into deliveries (their change sequence); null until
+    # the first dispatch, which starts from the newest: a new webhook is not sent the past.
+    match_cursor = models.BigIntegerField(null=True, blank=True, editable=False)
+    decision_cursor = models.BigIntegerField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class DeliveryState(models.TextChoices):
+    PENDING = "pending", _("waiting")
+    SENT = "sent", _("sent")
+    FAILED = "failed", _("failed")
+
+
+class WebhookDelivery(models.Model):
+    """One event sent (or being sent) to a webhook, and what its receiver answered last."""
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40)
+    payload = models.JSONField(encoder=DjangoJSONEncoder)
+    state = models.CharField(
+        max_length=10, choices=DeliveryState.choices, default=DeliveryState.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.CharField(max_length=1000, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "webhook deliveries"
+        indexes = [models.Index(fields=["webhook", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.webhook} ({self.state})"

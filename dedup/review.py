@@ -15,7 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from dedup.db import change_lock
 from dedup.models import Article, Decision, Match, Verdict
+from dedup.services.webhooks import webhooks_notify
 
 PAIR_VERDICTS = (Verdict.DUPLICATE, Verdict.NOT_DUPLICATE)
 
@@ -80,6 +82,7 @@ def _pair_record(pair: PairDecision, verdict: str, user, note: str) -> Decision:
     lo, hi = sorted((pair.a, pair.b))
     if lo == hi:
         raise DecisionInvalid(_("An article cannot be compared with itself."))
+    change_lock()  # before the row locks (see change_lock)
     locked = list(Article.objects.select_for_update().filter(id__in=(lo, hi)).values_list("id"))
     if len(locked) != 2:
         raise DecisionInvalid(_("One of these articles no longer exists; reload the page."))
@@ -92,6 +95,7 @@ def _pair_record(pair: PairDecision, verdict: str, user, note: str) -> Decision:
     _check_seen(latest, pair.seen)
     if verdict == Verdict.UNDONE and (latest is None or latest.verdict == Verdict.UNDONE):
         raise DecisionInvalid(_("This pair has no decision to undo."))
+    transaction.on_commit(webhooks_notify)
     return Decision.objects.create(a_id=lo, b_id=hi, verdict=verdict, decided_by=user, note=note)
 
 
@@ -141,6 +145,7 @@ def original_choose(*, article_id: int, member_ids: list[int], user, seen: int) 
     """Make an article its cluster's original unless someone chose one after `seen`."""
     if article_id not in member_ids:
         raise DecisionInvalid(_("That article is not in this cluster any more; reload the page."))
+    change_lock()  # before the row locks (see change_lock)
     # Lock the members in id order (no deadlock between two editors) before reading.
     list(
         Article.objects.select_for_update()
@@ -150,6 +155,7 @@ def original_choose(*, article_id: int, member_ids: list[int], user, seen: int) 
     )
     latest = original_latest(member_ids)
     _check_seen(latest, seen)
+    transaction.on_commit(webhooks_notify)
     return Decision.objects.create(
         a_id=article_id, b=None, verdict=Verdict.ORIGINAL, decided_by=user
     )

@@ -1,13 +1,18 @@
-"""Reads: an article's matches, an upload's progress, the index's health."""
+"""Reads: articles by the ids callers know them by, an article's matches, the matches and
+decisions after a cursor, an upload's progress, the index's health."""
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
+from dataclasses import dataclass
+
+from django.db.models import Count, Max, Q
+from django.db.models.functions import Left
 
 from dedup.clusters import Bars
 from dedup.engine.hamming import to_unsigned
 from dedup.index import settings_current
 from dedup.models import (
+    URL_KEY,
     Article,
     ArticleStatus,
     Decision,
@@ -32,6 +37,132 @@ HOT_SHOWN = 20
 def fingerprint_hex(value: int | None) -> str | None:
     """Return a stored (signed) fingerprint as 16 lowercase hex digits, or None."""
     return None if value is None else f"{to_unsigned(value):016x}"
+
+
+def articles_find(
+    *,
+    external_id: str | None = None,
+    url: str | None = None,
+    source: str | None = None,
+    after: int = 0,
+    limit: int = 100,
+) -> list[Article]:
+    """Return the articles with this external id, URL and source (those given), after an id,
+    oldest first."""
+    found = Article.objects.filter(id__gt=after).defer("body")
+    if external_id is not None:
+        found = found.filter(external_id=external_id.strip()).exclude(external_id="")
+    if url is not None:
+        url = url.strip()
+        found = found.annotate(url_key=Left("url", URL_KEY)).filter(url_key=url[:URL_KEY], url=url)
+        found = found.exclude(url="")
+    if source is not None:
+        found = found.filter(source=source.strip())
+    return list(found.order_by("id")[:limit])
+
+
+def article_fingerprints(*, article_ids: list[int]) -> dict[int, Fingerprint]:
+    """Return the current fingerprint of each article that has one: under the active version,
+    else its newest."""
+    version = settings_current().active_version
+    found: dict[int, Fingerprint] = {}
+    rows = Fingerprint.objects.filter(article_id__in=article_ids).defer("features", "sketch")
+    for row in rows.order_by("article_id", "created_at", "id"):
+        current = found.get(row.article_id)
+        if current is None or current.version != version:
+            found[row.article_id] = row
+    return found
+
+
+@dataclass(frozen=True)
+class ChangePage:
+    rows: list
+    next: int  # the cursor to read on from
+    more: bool  # the page is full: more may follow at once
+
+
+def _change_page(rows, after: int, limit: int) -> ChangePage:
+    """Return a page of rows after a cursor (filtered or not) and the cursor to read on from.
+
+    The newest id is read first; rows up to it are all committed (dedup.db.change_lock), so a
+    page short of the limit moves the cursor to it even past rows the filters left out, and
+    a later read starts where this one's snapshot ended."""
+    newest = rows.model.objects.aggregate(newest=Max("id"))["newest"] or 0
+    page = list(rows.filter(id__gt=after, id__lte=newest).order_by("id")[: limit + 1])
+    if len(page) > limit:
+        return ChangePage(page[:limit], page[limit - 1].id, True)
+    return ChangePage(page, max(after, newest), False)
+
+
+def match_changes(
+    *,
+    after: int = 0,
+    limit: int = 100,
+    kind: str | None = None,
+    min_similarity: float = 0.0,
+    source: str | None = None,
+) -> ChangePage:
+    """Return the matches found after a cursor (oldest first), with their articles."""
+    rows = Match.objects.select_related("a", "b").defer("a__body", "b__body")
+    if kind:
+        rows = rows.filter(kind=kind)
+    if min_similarity > 0:
+        rows = rows.filter(similarity__gte=min_similarity)
+    if source is not None:
+        rows = rows.filter(Q(a__source=source) | Q(b__source=source))
+    return _change_page(rows, after, limit)
+
+
+def decision_changes(
+    *, after: int = 0, limit: int = 100, verdict: str | None = None, source: str | None = None
+) -> ChangePage:
+    """Return the decisions made after a cursor (oldest first), with their articles."""
+    rows = Decision.objects.select_related("a", "b", "decided_by").defer("a__body", "b__body")
+    if verdict:
+        rows = rows.filter(verdict=verdict)
+    if source is not None:
+        rows = rows.filter(Q(a__source=source) | Q(b__source=source))
+    return _change_page(rows, after, limit)
+
+
+def article_ref(article: Article | None) -> dict | None:
+    """Return how listings and webhooks name an article: ids, title, source and URL."""
+    if article is None:
+        return None
+    return {
+        "id": article.pk,
+        "external_id": article.external_id,
+        "title": article.title,
+        "source": article.source,
+        "url": article.url,
+    }
+
+
+def match_change_json(match: Match) -> dict:
+    """Return a match as listings and webhooks show it."""
+    return {
+        "id": match.pk,
+        "a": article_ref(match.a),
+        "b": article_ref(match.b),
+        "kind": match.kind,
+        "distance": match.distance,
+        "similarity": match.similarity,
+        "shared_chars": match.shared_chars,
+        "found_at": match.found_at,
+    }
+
+
+def decision_change_json(decision: Decision) -> dict:
+    """Return a decision as listings and webhooks show it."""
+    return {
+        "id": decision.pk,
+        "verdict": decision.verdict,
+        "a": article_ref(decision.a),
+        "b": article_ref(decision.b),
+        "decided_by": decision.decided_by.username if decision.decided_by else None,
+        "decided_at": decision.decided_at,
+        "note": decision.note,
+    }
 
 
 def article_matches(

@@ -44,6 +44,17 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={value!r}: must be a whole number") from None
 
 
+def env_float(name: str, default: float) -> float:
+    """Return an environment variable read as a number."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: must be a number") from None
+
+
 def database_from_url(url: str) -> dict:
     """Return a Django DATABASES entry for postgres://user:pass@host:port/name or sqlite:///path."""
     parts = urlsplit(url)
@@ -96,6 +107,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "dedup.apps.DedupConfig",
     "webui",
+    "ninja",  # the API docs page's scripts, served locally rather than from a CDN
 ]
 
 MIDDLEWARE = [
@@ -179,7 +191,21 @@ else:
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
+
+# The API: requests per caller (token, or signed-in user) per window; 0 for no limit.
+DEDUP_API_RATE_LIMIT = env_int("DEDUP_API_RATE_LIMIT", 600)
+DEDUP_API_RATE_WINDOW = env_int("DEDUP_API_RATE_WINDOW_SECONDS", 60)
+
+# Webhooks: seconds a receiver may take to answer, how often a delivery is tried, and the
+# first wait between tries (doubled each time, at most an hour).
+DEDUP_WEBHOOK_TIMEOUT = env_int("DEDUP_WEBHOOK_TIMEOUT_SECONDS", 10)
+DEDUP_WEBHOOK_ATTEMPTS = env_int("DEDUP_WEBHOOK_ATTEMPTS", 6)
+DEDUP_WEBHOOK_BACKOFF = env_float("DEDUP_WEBHOOK_BACKOFF_SECONDS", 30.0)
+
 CELERY_TASK_ALWAYS_EAGER = False
+# Webhook deliveries wait on other people's servers: their own queue, so that a slow receiver
+# never holds up matching (docker-compose.yml runs a worker for it; ./dev serve's takes both).
+CELERY_TASK_ROUTES = {"dedup.tasks.webhook_deliver": {"queue": "webhooks"}}
 CELERY_TASK_ACKS_LATE = True  # a task lost with its worker is delivered again
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -194,6 +220,11 @@ CELERY_BEAT_SCHEDULE = {
     "rebuild-after-upgrade": {
         "task": "dedup.tasks.index_upgrade",
         "schedule": 300,
+    },
+    # Matches and decisions reach webhooks as they are written; this catches any missed.
+    "webhooks-dispatch": {
+        "task": "dedup.tasks.webhooks_dispatch",
+        "schedule": 60,
     },
     "prune-outside-retention": {
         "task": "dedup.tasks.articles_prune",
@@ -222,8 +253,18 @@ AUTH_PASSWORD_VALIDATORS = [
 # for the rest of the window (counted in the "signin" cache, shared by the web workers).
 DEDUP_SIGNIN_FAILURES = env_int("DEDUP_SIGNIN_FAILURES", 10)
 DEDUP_SIGNIN_WINDOW_SECONDS = env_int("DEDUP_SIGNIN_WINDOW_SECONDS", 15 * 60)
+# Django's cache: in Redis when REDIS_URL is set, so that every web process counts the API's
+# rate limits (default) and sign-in failures (signin) together; else in each process's memory.
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "dedup",
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    ),
     "signin": (
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",

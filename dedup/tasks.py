@@ -10,9 +10,11 @@ the rebuild it needs (rebuilds.index_upgrade; beat runs the same check every few
 
 from celery import shared_task
 from celery.signals import worker_ready
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from dedup import rebuilds, services
+from dedup.services import webhooks
 
 RETRY = {
     "bind": True,
@@ -73,6 +75,22 @@ def index_rebuild(self, job_id: int) -> None:
 def index_upgrade(self) -> None:
     """Start the rebuild to this release's index version, if it is needed and not running."""
     rebuilds.index_upgrade()
+
+
+@shared_task(name="dedup.tasks.webhooks_dispatch", **RETRY)
+def webhooks_dispatch(self) -> int:
+    """Turn new matches and decisions into webhook deliveries."""
+    return webhooks.webhooks_dispatch()
+
+
+@shared_task(name="dedup.tasks.webhook_deliver", **{**RETRY, "max_retries": 50})
+def webhook_deliver(self, delivery_id: int) -> None:
+    """POST one webhook delivery; try again with backoff while the receiver fails, up to
+    DEDUP_WEBHOOK_ATTEMPTS tries in all, then record it failed."""
+    tries = self.request.retries + 1
+    last_try = tries >= settings.DEDUP_WEBHOOK_ATTEMPTS
+    if not webhooks.webhook_deliver(delivery_id=delivery_id, last_try=last_try):
+        raise self.retry(countdown=webhooks.backoff_seconds(tries))
 
 
 @worker_ready.connect

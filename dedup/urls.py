@@ -1,4 +1,4 @@
-"""URLs: probes, the admin, sign-in, language choice, the JSON API (dedup/api.py), the dashboard."""
+"""URLs: probes, the admin, sign-in, language choice, the JSON API (dedup/api/), the dashboard."""
 
 from django.contrib import admin
 from django.contrib.auth.views import LoginView
@@ -16,6 +16,6 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("api/", include("dedup.api_urls")),
+    path("api/", include("dedup.api.urls")),
     path("", include("webui.urls")),
 ]

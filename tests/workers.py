@@ -5,10 +5,11 @@ A pytest plugin (tests/conftest.py loads it), so that tests/service and tests/br
 `worker` starts `celery -A dedup.celery worker` in a subprocess (prefork, two processes, the
 default queue) pointed at pytest-django's test database and the test broker, which is emptied
 first; it is stopped after the test. It needs `transactional_db` (the worker must see what the
-test commits), which it requests itself. `worker_factory(pool=..., concurrency=...)` starts
-more or other workers (with `wait=False` it only launches one, so that several start at the
-same moment; `wait_ready()` then waits for each); a `Worker` can `stop()`, `kill()` (SIGKILL,
-like a machine dying), `children()` and `log()`. `wait_until(predicate, timeout=...)` polls
+test commits), which it requests itself. `worker_factory(pool=..., concurrency=...,
+queues=...)` starts more or other workers (queues="celery,webhooks" to send webhooks too;
+with `wait=False` it only launches one, so that several start at the same moment;
+`wait_ready()` then waits for each); a `Worker` can `stop()`, `kill()` (SIGKILL, like a
+machine dying), `children()` and `log()`. `wait_until(predicate, timeout=...)` polls
 until the predicate is true and fails with the workers' logs otherwise::
 
     def test_upload_is_processed(worker, wait_until):
@@ -69,8 +70,16 @@ def broker_flush() -> None:
 class Worker:
     """A Celery worker subprocess of this project."""
 
-    def __init__(self, env: dict, log_path: Path, pool: str = "prefork", concurrency: int = 2):
+    def __init__(
+        self,
+        env: dict,
+        log_path: Path,
+        pool: str = "prefork",
+        concurrency: int = 2,
+        queues: str = "celery",
+    ):
         self.env, self.log_path, self.pool, self.concurrency = env, log_path, pool, concurrency
+        self.queues = queues
         self.process: subprocess.Popen | None = None
 
     def start(self) -> Worker:
@@ -82,7 +91,7 @@ class Worker:
         name = f"test-{uuid.uuid4().hex[:8]}@%h"
         command = [
             sys.executable, "-m", "celery", "-A", "dedup.celery", "worker",
-            "--pool", self.pool, "--concurrency", str(self.concurrency), "-Q", "celery",
+            "--pool", self.pool, "--concurrency", str(self.concurrency), "-Q", self.queues,
             "-n", name, "--loglevel", "INFO",
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
@@ -175,10 +184,15 @@ def worker_factory(transactional_db, settings, tmp_path):
         concurrency: int = 2,
         env_extra: dict | None = None,
         wait: bool = True,
+        queues: str = "celery",
     ):
         number = len(started) + 1
         one = Worker(
-            {**env, **(env_extra or {})}, tmp_path / f"worker{number}.log", pool, concurrency
+            {**env, **(env_extra or {})},
+            tmp_path / f"worker{number}.log",
+            pool,
+            concurrency,
+            queues,
         )
         started.append(one)
         return one.start() if wait else one.launch()

@@ -13,12 +13,14 @@ patches a module's knob (MAX_UPLOAD_ERRORS) patches it in the module that reads 
 
 from dedup.errors import ArticleInvalid, DedupError, SettingsInvalid, UploadTooLarge
 from dedup.services.checks import text_check
+from dedup.services.ingest import Submitted as Submitted
 from dedup.services.ingest import article_clean as article_clean
-from dedup.services.ingest import articles_ingest
+from dedup.services.ingest import articles_ingest, articles_submit
 from dedup.services.processing import articles_process, articles_prune, articles_requeue_stuck
 from dedup.services.reindex import EDITABLE as EDITABLE
 from dedup.services.reindex import index_rebuild, settings_update
 from dedup.services.uploads import upload_abandon, upload_create, upload_delete, upload_process
+from dedup.services.webhooks import deliveries_resend, webhook_start, webhooks_dispatch
 
 __all__ = [
     "ArticleInvalid",
@@ -29,6 +31,8 @@ __all__ = [
     "articles_process",
     "articles_prune",
     "articles_requeue_stuck",
+    "articles_submit",
+    "deliveries_resend",
     "index_rebuild",
     "settings_update",
     "text_check",
@@ -36,4 +40,6 @@ __all__ = [
     "upload_create",
     "upload_delete",
     "upload_process",
+    "webhook_start",
+    "webhooks_dispatch",
 ]

@@ -46,14 +46,20 @@ def text_check(*, text: str, k: int | None = None) -> dict:
         version=version,
         detector=detector,
     )
-    titles = dict(Article.objects.filter(id__in=[d.b for d in found]).values_list("id", "title"))
+    names = {
+        pk: (title, external_id)
+        for pk, title, external_id in Article.objects.filter(
+            id__in=[d.b for d in found]
+        ).values_list("id", "title", "external_id")
+    }
     exact = set(
         Article.objects.filter(content_hash=Article.hash_body(text)).values_list("id", flat=True)
     )
     matches = [
         {
             "article": d.b,
-            "title": titles.get(d.b, ""),
+            "external_id": names.get(d.b, ("", ""))[1],
+            "title": names.get(d.b, ("", ""))[0],
             "kind": MatchKind.EXACT if d.b in exact else d.kind,
             "distance": d.distance,
             "similarity": 1.0 if d.b in exact else d.similarity,

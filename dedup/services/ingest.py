@@ -1,12 +1,14 @@
 """Articles from a request: each row checked (article_clean) and stored, then sent to the
-workers in chunks once the transaction commits."""
+workers in chunks once the transaction commits. A row whose external id its source sent
+before is stored again only when asked to replace it (articles_submit)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
@@ -133,16 +135,93 @@ def _enqueue_process(article_ids: list[int]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """What became of one row: created, unchanged (its source's id was stored already), or
+    replaced (stored as a new article; `replaced` is the old one's id, now deleted)."""
+
+    article: Article
+    outcome: str
+    replaced: int | None = None
+
+
 @transaction.atomic
 def articles_ingest(*, rows: list[dict], upload=None, user=None) -> list[Article]:
-    """Validate and store articles, then have them fingerprinted and matched."""
+    """Validate and store articles, then have them fingerprinted and matched; return each
+    row's article (the one stored before, for an external id its source sent already)."""
+    return [s.article for s in articles_submit(rows=rows, upload=upload, user=user)]
+
+
+@transaction.atomic
+def articles_submit(
+    *, rows: list[dict], upload=None, user=None, replace: bool = False
+) -> list[Submitted]:
+    """Validate and store articles (all or none), then have them fingerprinted and matched.
+
+    A row with an `id` its `source` sent before stores nothing (a re-send), unless `replace`:
+    then, if anything differs, the old article is deleted with its matches and decisions and
+    the row stored as a new one (stored features never change under an id: the workers
+    cache them). A second row with the same id in one request refers to the first."""
     if not isinstance(rows, list):
         raise ArticleInvalid("expected a list of articles")
     now = timezone.now()
-    articles = [
-        _article(article_clean(row, number=i, label=f"articles[{i}]"), now=now, upload=upload)
-        for i, row in enumerate(rows)
+    cleaned = [article_clean(row, number=i, label=f"articles[{i}]") for i, row in enumerate(rows)]
+    keys = sorted({(f["source"], f["external_id"]) for f in cleaned if f["external_id"]})
+    known = _known_ids(keys)
+    fresh: dict[int, Article] = {}  # row -> article to create
+    first_row: dict[tuple[str, str], int] = {}
+    answers: list[tuple[str, Article | int, int | None]] = []  # outcome, article or row, old
+    for i, fields in enumerate(cleaned):
+        key = (fields["source"], fields["external_id"]) if fields["external_id"] else None
+        if key in first_row:
+            answers.append(("unchanged", first_row[key], None))
+            continue
+        old = known.get(key)
+        if old is not None and (not replace or _same(old, fields)):
+            answers.append(("unchanged", old, None))
+            continue
+        if key is not None:
+            first_row[key] = i
+        fresh[i] = _article(fields, now=now, upload=upload)
+        answers.append(("replaced" if old else "created", i, old.pk if old else None))
+    replaced = [old for _, _, old in answers if old is not None]
+    if replaced:
+        Article.objects.filter(id__in=replaced).delete()
+    Article.objects.bulk_create(list(fresh.values()))  # sets their ids (PostgreSQL, SQLite)
+    _enqueue_process([a.pk for a in fresh.values()])
+    return [
+        Submitted(fresh[found] if isinstance(found, int) else found, outcome, old)
+        for outcome, found, old in answers
     ]
-    created = Article.objects.bulk_create(articles)
-    _enqueue_process([a.pk for a in created])
-    return created
+
+
+def _known_ids(keys: list[tuple[str, str]]) -> dict[tuple[str, str], Article]:
+    """Return the newest stored article of each (source, external id), holding a lock on each
+    key until the transaction ends: two requests re-sending the same id store it once."""
+    if not keys:
+        return {}
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            for source, external_id in keys:  # sorted: two requests lock in the same order
+                cursor.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    [f"article-id\x1f{source}\x1f{external_id}"],
+                )
+    wanted = set(keys)
+    found: dict[tuple[str, str], Article] = {}
+    ids = sorted({external_id for _, external_id in keys})
+    rows = Article.objects.filter(external_id__in=ids).defer("body").order_by("id")
+    for article in rows:
+        key = (article.source, article.external_id)
+        if key in wanted:
+            found[key] = article  # the newest wins
+    return found
+
+
+def _same(article: Article, fields: dict) -> bool:
+    """Return whether a stored article already holds what a row sends."""
+    return (
+        article.content_hash == Article.hash_body(fields["body"])
+        and (article.title, article.url) == (fields["title"], fields["url"])
+        and article.published_at == fields["published_at"]
+    )

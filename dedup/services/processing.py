@@ -15,7 +15,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from dedup import index
-from dedup.db import columns, int_array, pg_cursor
+from dedup.db import change_lock, columns, int_array, pg_cursor
 from dedup.models import (
     Article,
     ArticleStatus,
@@ -28,6 +28,7 @@ from dedup.models import (
     UploadState,
 )
 from dedup.services.uploads import _upload_finish_if_processed
+from dedup.services.webhooks import webhooks_notify
 
 # The name these lines were logged under before services.py became a package.
 logger = logging.getLogger("dedup.services")
@@ -96,7 +97,10 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     rows.sort(key=lambda row: (row.a_id, row.b_id))
     upload_of = {article.id: article.upload_id for article in articles if article.upload_id}
     with transaction.atomic():
+        change_lock()  # first: matches take ids in commit order (the API's cursors, webhooks)
         Match.objects.bulk_create(rows, ignore_conflicts=True)
+        if rows:
+            transaction.on_commit(webhooks_notify)
         finished = _articles_finish(done, exact, failed, timezone.now())
         per_upload = Counter(upload_of[i] for i in finished if i in upload_of)
         for upload_id, count in sorted(per_upload.items()):

@@ -10,6 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from dedup import index, rebuilds
+from dedup.db import change_lock
 from dedup.engine.config import ConfigError
 from dedup.engine.plan import PlanError
 from dedup.errors import SettingsInvalid
@@ -135,16 +136,18 @@ def _rebuild_chunk(chunk, settings, detector, version, plan) -> None:
     # A rebuild: the new verdict replaces the old one. Two articles of one chunk find each
     # other twice: one row per pair.
     rows = list({(row.a_id, row.b_id): row for row in rows}.values())
-    Match.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["a", "b"],
-        update_fields=[
-            "kind",
-            "distance",
-            "similarity",
-            "shared_passages",
-            "shared_chars",
-            "version",
-        ],
-    )
+    with transaction.atomic():
+        change_lock()  # new pairs take ids in commit order (the API's cursors)
+        Match.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["a", "b"],
+            update_fields=[
+                "kind",
+                "distance",
+                "similarity",
+                "shared_passages",
+                "shared_chars",
+                "version",
+            ],
+        )

@@ -18,6 +18,7 @@ from dedup.errors import ArticleInvalid, UploadTooLarge
 from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
 from dedup.readers import SUPPORTED, Limits, upload_rows
 from dedup.services.ingest import _article, _enqueue_process, article_clean
+from dedup.services.webhooks import upload_finished_notify
 
 ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
 MAX_UPLOAD_ERRORS = 100  # per-row errors kept on an upload; the counts stay exact
@@ -227,9 +228,15 @@ def _upload_file_delete(batch: UploadBatch) -> None:
 
 
 def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
-    UploadBatch.objects.filter(id=batch.pk).update(
-        state=UploadState.FAILED, message=storable(message), finished_at=timezone.now()
-    )
+    fields = {
+        "state": UploadState.FAILED,
+        "message": storable(message),
+        "finished_at": timezone.now(),
+    }
+    if UploadBatch.objects.filter(id=batch.pk).exclude(state=UploadState.FAILED).update(**fields):
+        upload_finished_notify(upload_id=batch.pk)  # once, when it fails
+    else:
+        UploadBatch.objects.filter(id=batch.pk).update(**fields)
     _upload_file_delete(batch)
     batch.refresh_from_db()
     return batch
@@ -245,7 +252,8 @@ def _upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> Non
             return
     else:
         processing = processing.filter(processed__gte=F("accepted"))
-    processing.update(state=UploadState.DONE, finished_at=timezone.now())
+    if processing.update(state=UploadState.DONE, finished_at=timezone.now()):
+        upload_finished_notify(upload_id=upload_id)
 
 
 @transaction.atomic

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
-from dedup import api
+from dedup.api import articles as api_articles
 from dedup.models import (
     ApiToken,
     Article,
@@ -174,7 +174,7 @@ def test_staff_may_submit_without_permissions(django_capture_on_commit_callbacks
 @pytest.mark.parametrize(
     "method, url, allowed",
     [
-        ("get", "/api/articles", "POST"),
+        ("delete", "/api/articles", "GET, POST"),
         ("delete", "/api/articles/1", "GET"),
         ("post", "/api/articles/1/matches", "GET"),
         ("get", "/api/check", "POST"),
@@ -187,12 +187,19 @@ def test_other_methods_are_405(client, method, url, allowed):
     assert response.status_code == 405
     assert response["Allow"] == allowed
     assert allowed in response.json()["error"]
+    assert response["Content-Type"] == "application/json"
 
 
 def test_unknown_address_is_404_json(client):
     response = client.get("/api/nothing/here")
     assert response.status_code == 404
     assert "/api/nothing/here" in response.json()["error"]
+
+
+def test_api_root_is_404_json_naming_the_docs(client):
+    response = client.get("/api/")
+    assert response.status_code == 404
+    assert "/api/docs" in response.json()["error"]
 
 
 # POST /api/articles
@@ -275,7 +282,7 @@ def test_submit_with_one_bad_row_stores_nothing(client, bad_row, field):
 
 
 def test_submit_refuses_too_many_articles(client, monkeypatch):
-    monkeypatch.setattr(api, "MAX_ARTICLES_PER_REQUEST", 2)
+    monkeypatch.setattr(api_articles, "MAX_ARTICLES_PER_REQUEST", 2)
     response = _post(client, "/api/articles", [{"body": TEXT}] * 3)
     assert response.status_code == 400
     assert "at most 2" in response.json()["error"]

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-APP_SERVICES = ("web", "worker", "beat")
+APP_SERVICES = ("web", "worker", "webhooks", "beat")
 # Compose-only knobs: interpolated into docker-compose.yml, never passed to dedup.
 COMPOSE_ONLY = {"POSTGRES_PASSWORD", "DEDUP_PORT"}
 
@@ -21,7 +21,7 @@ COMPOSE_ONLY = {"POSTGRES_PASSWORD", "DEDUP_PORT"}
 def settings_variables() -> set[str]:
     """Return the environment variables dedup/settings.py reads, by name."""
     source = (ROOT / "dedup" / "settings.py").read_text(encoding="utf-8")
-    readers = r"env_str|env_int|env_bool|os\.environ\.get|os\.getenv"
+    readers = r"env_str|env_int|env_float|env_bool|os\.environ\.get|os\.getenv"
     names = set(re.findall(rf"""(?:{readers})\(\s*["']([A-Z0-9_]+)["']""", source))
     names |= set(re.findall(r"""os\.environ\[\s*["']([A-Z0-9_]+)["']\s*\]""", source))
     return names
@@ -37,8 +37,9 @@ def test_settings_variables_are_found():
     assert {"SECRET_KEY", "DEBUG", "DATABASE_URL", "REDIS_URL", "ALLOWED_HOSTS"} <= found
 
 
-def test_compose_has_the_five_services(compose):
-    assert set(compose["services"]) == {"postgres", "redis", "web", "worker", "beat"}
+def test_compose_has_the_six_services(compose):
+    services = {"postgres", "redis", "web", "worker", "webhooks", "beat"}
+    assert set(compose["services"]) == services
 
 
 def test_postgres_keeps_its_data_in_a_volume_and_has_a_health_check(compose):
@@ -62,7 +63,7 @@ def test_app_services_wait_for_healthy_database_and_broker(compose):
 def test_workers_start_after_web_has_migrated(compose):
     web = compose["services"]["web"]
     assert "healthcheck" in web
-    for name in ("worker", "beat"):
+    for name in ("worker", "webhooks", "beat"):
         assert compose["services"][name]["depends_on"]["web"]["condition"] == "service_healthy"
 
 
@@ -73,6 +74,9 @@ def test_commands_run_gunicorn_after_migrate_and_celery(compose):
     assert web.index("migrate") < web.index("gunicorn dedup.wsgi")
     assert services["worker"]["command"][:4] == ["celery", "-A", "dedup", "worker"]
     assert services["beat"]["command"][:4] == ["celery", "-A", "dedup", "beat"]
+    webhooks = services["webhooks"]["command"]
+    assert webhooks[:4] == ["celery", "-A", "dedup", "worker"]
+    assert webhooks[webhooks.index("-Q") + 1] == "webhooks"
 
 
 def test_web_and_worker_share_the_uploads(compose):

@@ -204,6 +204,8 @@ def test_match_listing_filters_and_the_cursor_moves_past_what_they_leave_out(cli
 def test_decision_listing_follows_editors(client):
     editor = User.objects.create_user("editor")
     a, b = _article("一"), _article("二", body=NEAR)
+    # Editors decide on pairs that matched (decisions on others are refused).
+    Match.objects.create(a=a, b=b, kind="near", similarity=0.9, version=_matches_version())
     first = review.decision_record(a_id=a.pk, b_id=b.pk, verdict="duplicate", user=editor, seen=0)
     page = client.get("/api/decisions").json()
     assert [(d["id"], d["verdict"], d["decided_by"]) for d in page["decisions"]] == [

@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from dedup import review, services
-from dedup.models import Article, Webhook, WebhookDelivery
+from dedup.models import Article, Match, Settings, Webhook, WebhookDelivery
 from tests.texts import ARTICLE, NEAR, OTHER
 
 SECRET = "s3cret-for-tests"
@@ -140,6 +140,9 @@ def test_failing_receiver_is_retried_then_marked_failed_and_can_be_sent_again(
         webhook = _webhook(receiver.url, on_match=False, on_upload=False)
         a, b = services.articles_ingest(rows=[{"body": ARTICLE}, {"body": OTHER}])
         editor = User.objects.create_user("editor", is_staff=True, is_superuser=True)
+        # Editors decide on pairs that matched: this one as if the queue had shown it.
+        version = Settings.load().active_version
+        Match.objects.create(a=a, b=b, kind="partial", similarity=0.5, version=version)
         review.decision_record(a_id=a.pk, b_id=b.pk, verdict="not_duplicate", user=editor, seen=0)
         delivery = wait_until(
             lambda: WebhookDelivery.objects.filter(webhook=webhook, state="failed").first(),

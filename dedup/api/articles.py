@@ -3,6 +3,7 @@ URL, their matches; check a text; uploads."""
 
 from __future__ import annotations
 
+import difflib
 import json
 
 from django.conf import settings
@@ -142,6 +143,8 @@ def articles_submit(request: HttpRequest, replace: bool = False):
         raise ApiError(
             400, f"{len(rows)} articles in one request; send at most {MAX_ARTICLES_PER_REQUEST}."
         )
+    for index, row in enumerate(rows):
+        _known_fields(row, index)
     try:
         stored = services.articles_submit(rows=rows, user=request.user, replace=replace)
     except ArticleInvalid as exc:
@@ -161,6 +164,28 @@ def articles_submit(request: HttpRequest, replace: bool = False):
             ]
         },
     )
+
+
+# What a row may hold (ArticleIn): anything else is a mistake the caller wants to hear of (a
+# typo in "source" would store the article under no source, and its id would not be known
+# again when re-sent).
+ROW_FIELDS = ("body", "text", "title", "source", "url", "id", "published_at")
+
+
+def _known_fields(row, index: int) -> None:
+    if not isinstance(row, dict):
+        return  # article_clean says what a row must be
+    if index == 0 and isinstance(row.get("articles"), list):
+        raise ApiError(
+            400, 'Send the articles themselves (an object or a list), not {"articles": [...]}.'
+        )
+    for key in row:
+        if key not in ROW_FIELDS:
+            close = difflib.get_close_matches(str(key), ROW_FIELDS, n=1)
+            known = ", ".join(ROW_FIELDS)
+            hint = f'; did you mean "{close[0]}"?' if close else f"; fields are {known}"
+            message = f'articles[{index}]: unknown field "{key}"{hint}'
+            raise ApiError(400, message, [{"index": index, "field": str(key), "message": message}])
 
 
 def _row_error(exc: ArticleInvalid) -> dict:

@@ -236,6 +236,25 @@ def test_submit_a_list_of_articles(client, django_capture_on_commit_callbacks):
 
 
 @pytest.mark.parametrize(
+    "rows, message",
+    [
+        # A typo in "source" would store the row under no source: its id unknown when re-sent.
+        ([{"body": TEXT, "id": "x4", "souce": "日报"}], 'articles[0]: unknown field "souce"; did '),
+        (
+            [{"body": TEXT}, {"body": TEXT + "二", "author": "李"}],
+            'articles[1]: unknown field "author"; fields are body, text, title',
+        ),
+        ({"articles": [{"body": TEXT}]}, 'not {"articles": [...]}'),
+    ],
+)
+def test_rows_with_unknown_fields_are_refused_and_nothing_is_stored(client, rows, message):
+    response = _post(client, "/api/articles", rows)
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+    assert not Article.objects.exists()
+
+
+@pytest.mark.parametrize(
     "body, message",
     [
         ("", "no body"),

@@ -227,11 +227,7 @@ def articles_find(
 
 def _article_json(article: Article, fingerprint) -> dict:
     return {
-        "id": article.pk,
-        "external_id": article.external_id,
-        "title": article.title,
-        "source": article.source,
-        "url": article.url,
+        **selectors.article_ref(article),
         "status": article.status,
         "status_message": article.status_message,
         "exact_of": article.exact_of_id,

@@ -2,48 +2,20 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 from django.test import Client
 
-from dedup import clusters
 from dedup.models import Article, ArticleStatus, Decision, Match, UploadBatch, Verdict
-from tests import roles
+from tests.webui.conftest import article as stored_article
 
 pytestmark = pytest.mark.django_db
 
 XSS = "<script>alert(1)</script>"
-WHEN = dt.datetime(2024, 5, 1, 8, tzinfo=dt.UTC)
-
-
-@pytest.fixture(autouse=True)
-def fresh_table():
-    clusters.table_forget()
-    yield
-    clusters.table_forget()
-
-
-@pytest.fixture
-def editor(django_user_model):
-    user = django_user_model.objects.create_user("li.wei", password="pw")
-    user.groups.add(roles.group("editor"))
-    return user
-
-
-@pytest.fixture
-def editor_client(editor):
-    client = Client()
-    client.force_login(editor)
-    return client
 
 
 def article(n: int, body: str = "", **kw) -> Article:
-    text = body or f"今天北京的天气很好，我们去公园散步。第{n}篇文章的内容在这里。"
-    fields = {"title": f"标题 {n}", "source": "人民日报", "length": len(text), **kw}
-    fields.setdefault("dated_at", WHEN + dt.timedelta(hours=n))
-    fields.setdefault("status", ArticleStatus.DONE)
-    return Article.objects.create(body=text, **fields)
+    """Return article n, processed unless told otherwise."""
+    return stored_article(n, body, **{"status": ArticleStatus.DONE, **kw})
 
 
 @pytest.fixture

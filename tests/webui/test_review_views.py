@@ -3,53 +3,17 @@
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 
 import pytest
 from django.test import Client
 
-from dedup import clusters
 from dedup.models import Article, Decision, Match
-from tests import roles
+from tests.webui.conftest import article, user_in
 
 pytestmark = pytest.mark.django_db
 
 XSS = "<script>alert(1)</script>"
-WHEN = dt.datetime(2024, 5, 1, 8, tzinfo=dt.UTC)
-
-
-@pytest.fixture(autouse=True)
-def fresh_table():
-    clusters.table_forget()  # each test's transaction starts from its own rows
-    yield
-    clusters.table_forget()
-
-
-def user_in(django_user_model, group: str | None, name: str):
-    user = django_user_model.objects.create_user(name, password="pw")
-    if group:
-        user.groups.add(roles.group(group))
-    return user
-
-
-@pytest.fixture
-def editor(django_user_model):
-    return user_in(django_user_model, "editor", "li.wei")
-
-
-@pytest.fixture
-def editor_client(editor):
-    client = Client()
-    client.force_login(editor)
-    return client
-
-
-def article(n: int, body: str = "", **kw) -> Article:
-    text = body or f"今天北京的天气很好，我们去公园散步。第{n}篇文章的内容在这里。"
-    fields = {"title": f"标题 {n}", "source": "人民日报", "length": len(text), **kw}
-    fields.setdefault("dated_at", WHEN + dt.timedelta(hours=n))
-    return Article.objects.create(body=text, **fields)
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """Reads for editors' look-ups: one article with its matches and decisions, the search over
 every article (matched or not), and an upload's articles with what was found for them.
 
-Search is `icontains` on title, text and URL: on PostgreSQL trigram GIN indexes on those
-expressions serve it (migration 0016), on SQLite it scans. An exact external id, URL or
+Search is `icontains` on title, text and URL, served by trigram GIN indexes on those
+expressions (migration 0016). An exact external id, URL or
 article number is looked up by itself and comes first.
 
 Newest first, a page at a time: PostgreSQL walks the primary key backwards for a common word
@@ -178,9 +178,6 @@ SOURCES_SHOWN = 500
 
 def search_sources() -> list[str]:
     """Return the sources articles name, for the filter (at most SOURCES_SHOWN)."""
-    if connection.vendor != "postgresql":
-        names = Article.objects.exclude(source="").values_list("source", flat=True).distinct()
-        return list(names.order_by("source")[:SOURCES_SHOWN])
     # DISTINCT reads every entry of the source index; this hops from one source to the next.
     with connection.cursor() as cursor:
         cursor.execute(

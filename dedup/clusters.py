@@ -346,7 +346,6 @@ def _column(rows: list[tuple], i: int, dtype) -> np.ndarray:
 
 def table_load() -> MatchTable:
     """Read every match, the latest decision per pair and the matched articles into arrays."""
-    from django.db import connection
 
     rows = _rows(
         "SELECT id, a_id, b_id,"
@@ -366,11 +365,7 @@ def table_load() -> MatchTable:
     sources: list[str] = []
     titles: list[str] = []
     if n:
-        epoch = (
-            "CAST(EXTRACT(EPOCH FROM dated_at) AS BIGINT)"
-            if connection.vendor == "postgresql"
-            else "CAST(strftime('%%s', dated_at) AS INTEGER)"
-        )
+        epoch = "CAST(EXTRACT(EPOCH FROM dated_at) AS BIGINT)"
         # One range scan beats an IN list of 100,000 ids; articles without a match are skipped.
         rows = _rows(
             f"SELECT id, {epoch}, length, source, title FROM dedup_article"

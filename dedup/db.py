@@ -58,7 +58,5 @@ def change_lock() -> None:
     transaction that waits for it."""
     if not connection.in_atomic_block:
         raise RuntimeError("change_lock() holds until the transaction ends: call it in one")
-    if connection.vendor != "postgresql":
-        return  # SQLite writes one transaction at a time anyway
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHANGE_LOCK])

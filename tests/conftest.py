@@ -1,14 +1,38 @@
-"""Test settings: the machine's real PostgreSQL and Redis (`.ci/run` starts them)."""
+"""Test settings: the machine's real PostgreSQL and Redis (`.ci/run` starts them).
 
+Names are this checkout's own, so that two checkouts on one machine never meet: the test
+database is test_dedup_<checkout>, every Redis key starts with dedup-test-<checkout>: (the
+broker's queues and the caches; the tests empty only those), files go to
+/tmp/dedup-tests-<checkout>. Without a PostgreSQL on 127.0.0.1:5432 (and no DATABASE_URL) the
+tests use the checkout's embedded one, as `./dev serve` does.
+"""
+
+import hashlib
 import os
+import socket
+from pathlib import Path
 
 import pytest
 
+CHECKOUT = hashlib.sha1(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:8]
+
+
+def _local_postgres() -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex(("127.0.0.1", 5432)) == 0
+
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dedup.settings")
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SECRET_KEY", "tests-only-secret")
-os.environ.setdefault("DEDUP_VAR_DIR", "/tmp/dedup-tests-var")
+os.environ.setdefault("DEDUP_VAR_DIR", f"/tmp/dedup-tests-{CHECKOUT}")
+if not os.environ.get("DATABASE_URL") and _local_postgres():
+    os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/postgres"
+if os.environ.get("DATABASE_URL") and "test_name=" not in os.environ["DATABASE_URL"]:
+    joiner = "&" if "?" in os.environ["DATABASE_URL"] else "?"
+    os.environ["DATABASE_URL"] += f"{joiner}test_name=test_dedup_{CHECKOUT}"
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+os.environ.setdefault("DEDUP_REDIS_PREFIX", f"dedup-test-{CHECKOUT}:")
 # The test client and the browser speak plain HTTP to the test server (no https redirect).
 os.environ.setdefault("DEDUP_HTTPS", "0")
 

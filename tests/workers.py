@@ -42,25 +42,30 @@ START_TIMEOUT = 30
 
 def database_url(db: dict) -> str:
     """Return a DATABASE_URL for a Django DATABASES entry (the test database's)."""
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
     auth = quote(db.get("USER") or "")
     if db.get("PASSWORD"):
         auth += ":" + quote(db["PASSWORD"])
     host = db.get("HOST") or "127.0.0.1"
     port = f":{db['PORT']}" if db.get("PORT") else ""
+    if host.startswith("/"):  # a Unix socket's directory (the embedded PostgreSQL)
+        return f"postgres://{auth}@/{db['NAME']}?host={quote(host)}"
     return f"postgres://{auth}@{host}{port}/{db['NAME']}"
 
 
 def broker_flush() -> None:
-    """Empty the test broker: no task of an earlier test is left to run."""
+    """Empty the test broker: no task of an earlier test is left to run (only this checkout's
+    keys: another checkout's tests may share the Redis database)."""
     from django.conf import settings
 
     if getattr(settings, "REDIS_URL", ""):
         import redis
 
+        if not settings.REDIS_PREFIX:
+            raise RuntimeError("DEDUP_REDIS_PREFIX is empty: the tests would empty all of Redis")
         client = redis.Redis.from_url(settings.REDIS_URL)
-        client.flushdb()
+        keys = list(client.scan_iter(match=f"{settings.REDIS_PREFIX}*", count=1000))
+        for start in range(0, len(keys), 1000):
+            client.delete(*keys[start : start + 1000])
         client.close()
     else:
         shutil.rmtree(settings.BROKER_DIR, ignore_errors=True)
@@ -176,8 +181,6 @@ def worker_factory(transactional_db, settings, tmp_path):
         "DB_CONN_MAX_AGE": "0",
         "PYTHONUNBUFFERED": "1",
     }
-    if connections["default"].vendor == "sqlite":
-        pytest.skip("a worker process needs a database it can share: set DATABASE_URL")
 
     def start(
         pool: str = "prefork",

@@ -2,11 +2,11 @@
 
 An article is indexed under one version (Settings.index_version) as its Fingerprint (with the
 packed verification features), one SegmentRow per table of the plan (the fingerprint under
-that table's key, `Plan.keys`, as in MemIndex and PgIndex) and one PassageKey per passage.
+that table's key, `Plan.keys`, as in MemIndex) and one PassageKey per passage.
 Every write ignores rows that exist already, so a retried task adds nothing twice.
 
-Candidates are read back in one query for the fingerprint's bucket in every table (on
-PostgreSQL the Hamming distance is checked in SQL, on SQLite here, on the bucket rows), and
+Candidates are read back in one query for the fingerprint's bucket in every table (the
+Hamming distance is checked in SQL), and
 one for the passage keys, leaving out keys more than MAX_PASSAGE_OWNERS articles hold. They
 are verified on their stored features: an old article is never tokenised again.
 

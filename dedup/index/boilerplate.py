@@ -15,15 +15,12 @@ import time
 from collections.abc import Iterable
 
 import numpy as np
-from django.db import connection
-from django.db.models import Count
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine.verify import boilerplate_passages as passages_boilerplate_in
 from dedup.index.caches import _capped_keys as _capped
 from dedup.index.caches import _features_lock
 from dedup.index.candidates import HOT_KEY_SECONDS
-from dedup.models import PassageKey
 
 OWNERS_COUNTED = 256
 _CAPPED_KEPT = 200_000
@@ -71,34 +68,23 @@ def passage_owner_counts(keys: list[int], version: str) -> dict[int, int]:
     """Return how many articles hold each passage key (signed), up to OWNERS_COUNTED."""
     if not keys:
         return {}
-    if connection.vendor == "postgresql":
-        with pg_cursor() as cursor:
-            cursor.execute(
-                """
-                SELECT q.key, (
-                    SELECT count(*) FROM (
-                        SELECT DISTINCT article_id FROM dedup_passagekey
-                        WHERE version = %s AND key = q.key
-                        ORDER BY article_id
-                        LIMIT %s
-                    ) AS p
-                )
-                FROM unnest(%s::bigint[]) AS q(key)
-                """,
-                [version, OWNERS_COUNTED, int_array(keys)],
-                binary=True,
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT q.key, (
+                SELECT count(*) FROM (
+                    SELECT DISTINCT article_id FROM dedup_passagekey
+                    WHERE version = %s AND key = q.key
+                    ORDER BY article_id
+                    LIMIT %s
+                ) AS p
             )
-            return dict(cursor.fetchall())
-    counts: dict[int, int] = {}
-    for start in range(0, len(keys), 500):
-        rows = (
-            PassageKey.objects.filter(version=version, key__in=keys[start : start + 500])
-            .values("key")
-            .annotate(owners=Count("article", distinct=True))
-            .values_list("key", "owners")
+            FROM unnest(%s::bigint[]) AS q(key)
+            """,
+            [version, OWNERS_COUNTED, int_array(keys)],
+            binary=True,
         )
-        counts.update({key: min(n, OWNERS_COUNTED) for key, n in rows})
-    return counts
+        return dict(cursor.fetchall())
 
 
 def boilerplate_passages(article_ids: Iterable[int], version: str) -> dict[int, dict[int, int]]:

@@ -8,15 +8,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
-from django.db import connection
-from django.db.models import Q
 
 from dedup.db import int_array, pg_cursor
-from dedup.engine.hamming import to_unsigned
 from dedup.engine.plan import Plan
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, Features
 from dedup.index.caches import _features_lock, _hot_keys
-from dedup.models import Article, PassageKey, SegmentRow
+from dedup.models import Article
 
 
 def candidates_find(
@@ -90,32 +87,23 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
         return {}
     limit = MAX_PASSAGE_OWNERS + 1
     owners: dict[int, list[int]] = {}
-    if connection.vendor == "postgresql":
-        # Each key's first owners, in one statement: a boilerplate key stops at limit rows.
-        with pg_cursor() as cursor:
-            cursor.execute(
-                """
-                SELECT q.key, p.article_id
-                FROM unnest(%s::bigint[]) AS q(key)
-                CROSS JOIN LATERAL (
-                    SELECT DISTINCT article_id FROM dedup_passagekey
-                    WHERE version = %s AND key = q.key
-                    ORDER BY article_id
-                    LIMIT %s
-                ) AS p
-                """,
-                [int_array(keys), version, limit],
-                binary=True,
-            )
-            rows = cursor.fetchall()
-    else:
-        rows = []
-        for start in range(0, len(keys), 500):
-            rows += (
-                PassageKey.objects.filter(version=version, key__in=keys[start : start + 500])
-                .values_list("key", "article_id")
-                .distinct()
-            )
+    # Each key's first owners, in one statement: a boilerplate key stops at limit rows.
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT q.key, p.article_id
+            FROM unnest(%s::bigint[]) AS q(key)
+            CROSS JOIN LATERAL (
+                SELECT DISTINCT article_id FROM dedup_passagekey
+                WHERE version = %s AND key = q.key
+                ORDER BY article_id
+                LIMIT %s
+            ) AS p
+            """,
+            [int_array(keys), version, limit],
+            binary=True,
+        )
+        rows = cursor.fetchall()
     for key, article_id in rows:
         owners.setdefault(key, []).append(article_id)
     hot = [key for key, ids in owners.items() if len(ids) >= limit]
@@ -136,36 +124,25 @@ def _near_fingerprints(
     unsigned = np.array([value for _, value in values], dtype=np.uint64)
     keys = plan.keys(unsigned).view(np.int64)  # (tables, queries)
     tables = plan.table_count
-    if connection.vendor == "postgresql":
-        # The distance is checked in the database: only the matches come back.
-        with pg_cursor() as cursor:
-            cursor.execute(
-                """
-                SELECT q.i, s.article_id
-                FROM unnest(%s::int[], %s::smallint[], %s::bigint[], %s::bigint[])
-                    AS q(i, table_no, key, fp)
-                JOIN dedup_segmentrow s ON s.version = %s AND s.table_no = q.table_no
-                    AND s.key = q.key
-                WHERE bit_count((s.fingerprint # q.fp)::bit(64)) <= %s
-                """,
-                [
-                    int_array(numbers * tables),
-                    int_array(t for t in range(tables) for _ in numbers),
-                    int_array(keys.reshape(-1).tolist()),
-                    int_array(unsigned.view(np.int64).tolist() * tables),
-                    version,
-                    k,
-                ],
-                binary=True,
-            )
-            return list(set(cursor.fetchall()))
-    found = set()
-    for j, (number, value) in enumerate(values):
-        buckets = Q()
-        for table in range(tables):
-            buckets |= Q(table_no=table, key=int(keys[table, j]))
-        rows = SegmentRow.objects.filter(buckets, version=version)
-        for article_id, other in rows.values_list("article_id", "fingerprint").iterator():
-            if (to_unsigned(other) ^ value).bit_count() <= k:
-                found.add((number, article_id))
-    return sorted(found)
+    # The distance is checked in the database: only the matches come back.
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT q.i, s.article_id
+            FROM unnest(%s::int[], %s::smallint[], %s::bigint[], %s::bigint[])
+                AS q(i, table_no, key, fp)
+            JOIN dedup_segmentrow s ON s.version = %s AND s.table_no = q.table_no
+                AND s.key = q.key
+            WHERE bit_count((s.fingerprint # q.fp)::bit(64)) <= %s
+            """,
+            [
+                int_array(numbers * tables),
+                int_array(t for t in range(tables) for _ in numbers),
+                int_array(keys.reshape(-1).tolist()),
+                int_array(unsigned.view(np.int64).tolist() * tables),
+                version,
+                k,
+            ],
+            binary=True,
+        )
+        return list(set(cursor.fetchall()))

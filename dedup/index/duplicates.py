@@ -8,7 +8,6 @@ import logging
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from django.db import connection
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine import screen
@@ -21,8 +20,7 @@ from dedup.index.caches import (
     _sketch_cache,
     _unreadable_logged,
 )
-from dedup.index.store import FEATURES_BATCH
-from dedup.models import Fingerprint, Match
+from dedup.models import Match
 
 # The name these lines were logged under before index.py became a package.
 logger = logging.getLogger("dedup.index")
@@ -226,20 +224,12 @@ def _fingerprint_rows(
     (only those with a sketch, if `sketched`): one statement on PostgreSQL, in batches else."""
     if not ids:
         return []
-    if connection.vendor == "postgresql":
-        with pg_cursor() as cursor:
-            cursor.execute(
-                f"SELECT article_id, {', '.join(columns)} FROM dedup_fingerprint"  # our names
-                " WHERE version = %s AND article_id = ANY(%s)"
-                + (" AND sketch IS NOT NULL" if sketched else ""),
-                [version, int_array(ids)],
-                binary=True,
-            )
-            return cursor.fetchall()
-    rows: list[tuple] = []
-    only = {"sketch__isnull": False} if sketched else {}
-    for start in range(0, len(ids), FEATURES_BATCH):
-        rows += Fingerprint.objects.filter(
-            version=version, article_id__in=ids[start : start + FEATURES_BATCH], **only
-        ).values_list("article_id", *columns)
-    return rows
+    with pg_cursor() as cursor:
+        cursor.execute(
+            f"SELECT article_id, {', '.join(columns)} FROM dedup_fingerprint"  # our names
+            " WHERE version = %s AND article_id = ANY(%s)"
+            + (" AND sketch IS NOT NULL" if sketched else ""),
+            [version, int_array(ids)],
+            binary=True,
+        )
+        return cursor.fetchall()

@@ -10,7 +10,6 @@ from itertools import repeat
 
 import numpy as np
 from django.db import connection
-from django.utils import timezone
 
 from dedup.db import columns, pg_cursor
 from dedup.engine import screen
@@ -18,7 +17,6 @@ from dedup.engine.fingerprint import Fingerprint as EngineFingerprint
 from dedup.engine.hamming import to_signed
 from dedup.engine.plan import Plan
 from dedup.engine.verify import Features
-from dedup.models import Fingerprint, PassageKey, SegmentRow
 
 # Rows per INSERT statement, and candidates whose features are loaded at once.
 BATCH = 2000
@@ -56,10 +54,7 @@ def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> int:
         )
         for item in items
     ]
-    if connection.vendor == "postgresql":
-        new = _fingerprints_insert_pg(fingerprints, version)
-    else:
-        new = _fingerprints_insert(fingerprints, version)
+    new = _fingerprints_insert(fingerprints, version)
     items = [item for item in items if item.article_id in new]
     with_value = [item for item in items if item.features.fingerprint is not None]
     segments: list[tuple[int, int, int, int]] = []  # (table_no, key, fingerprint, article)
@@ -75,57 +70,11 @@ def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> int:
         for item in items
         for number, key in enumerate(item.features.passage_keys.view(np.int64).tolist())
     ]
-    if connection.vendor == "postgresql":
-        _index_rows_insert_pg(segments, passages, version)
-    else:
-        SegmentRow.objects.bulk_create(
-            [
-                SegmentRow(version=version, table_no=t, key=k, fingerprint=f, article_id=a)
-                for t, k, f, a in segments
-            ],
-            batch_size=BATCH,
-        )
-        PassageKey.objects.bulk_create(
-            [
-                PassageKey(version=version, key=k, passage_no=n, article_id=a)
-                for k, n, a in passages
-            ],
-            batch_size=BATCH,
-        )
+    _index_rows_insert(segments, passages, version)
     return len(segments) + len(passages)
 
 
 def _fingerprints_insert(fingerprints: list[tuple], version: str) -> set[int]:
-    """Insert the fingerprint rows not stored yet (ORM); return their articles."""
-    ids = [row[0] for row in fingerprints]
-    stored = set(
-        Fingerprint.objects.filter(version=version, article_id__in=ids).values_list(
-            "article_id", flat=True
-        )
-    )
-    now = timezone.now()
-    Fingerprint.objects.bulk_create(
-        [
-            Fingerprint(
-                article_id=a,
-                version=version,
-                value=v,
-                status=s,
-                tokens=t,
-                features=f,
-                shingles=n,
-                sketch=k,
-                created_at=now,
-            )
-            for a, v, s, t, f, n, k in fingerprints
-            if a not in stored
-        ],
-        batch_size=FEATURES_BATCH,
-    )
-    return set(ids) - stored
-
-
-def _fingerprints_insert_pg(fingerprints: list[tuple], version: str) -> set[int]:
     """Insert the fingerprint rows not stored yet, in one statement; return their articles."""
     with pg_cursor() as cursor:
         cursor.execute(
@@ -144,7 +93,7 @@ def _fingerprints_insert_pg(fingerprints: list[tuple], version: str) -> set[int]
         return {row[0] for row in cursor.fetchall()}
 
 
-def _index_rows_insert_pg(segments: list[tuple], passages: list[tuple], version: str) -> None:
+def _index_rows_insert(segments: list[tuple], passages: list[tuple], version: str) -> None:
     """Write segment rows and passage keys, one statement each, every column as one array."""
     with pg_cursor() as cursor:
         if segments:
@@ -183,11 +132,7 @@ def index_vacuum_if_due(rows: int) -> bool:
     this one goes on."""
     global _rows_since_vacuum
     _rows_since_vacuum += rows
-    if (
-        _rows_since_vacuum < VACUUM_EVERY_ROWS
-        or connection.vendor != "postgresql"
-        or connection.in_atomic_block
-    ):
+    if _rows_since_vacuum < VACUUM_EVERY_ROWS or connection.in_atomic_block:
         return False
     _rows_since_vacuum = 0
     with connection.cursor() as cursor:

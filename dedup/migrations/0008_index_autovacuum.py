@@ -1,5 +1,5 @@
 """Autovacuum the index tables after every few thousand new rows, and store packed features
-uncompressed (PostgreSQL only).
+uncompressed.
 
 Look-ups are index-only scans where pages are marked all-visible, which only VACUUM does; by
 default autovacuum waits for 20% of a table to be new. Workers also VACUUM after bulk writes
@@ -13,8 +13,6 @@ TABLES = ("dedup_passagekey", "dedup_segmentrow")
 
 
 def tune(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for table in TABLES:
         schema_editor.execute(
             f"ALTER TABLE {table} SET (autovacuum_vacuum_insert_threshold = 20000,"
@@ -24,8 +22,6 @@ def tune(apps, schema_editor):
 
 
 def untune(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for table in TABLES:
         schema_editor.execute(
             f"ALTER TABLE {table} RESET (autovacuum_vacuum_insert_threshold,"

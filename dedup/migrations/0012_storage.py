@@ -1,4 +1,4 @@
-"""Where PostgreSQL keeps the wide columns (PostgreSQL only).
+"""Where PostgreSQL keeps the wide columns.
 
 - An article's text is kept out of line: a worker updates an article's status twice, and an
   update copies the row; with the text in the TOAST table only a pointer is copied.
@@ -10,16 +10,12 @@ from django.db import migrations
 
 
 def tune(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     schema_editor.execute("ALTER TABLE dedup_article ALTER COLUMN body SET STORAGE EXTERNAL")
     schema_editor.execute("ALTER TABLE dedup_article SET (toast_tuple_target = 128)")
     schema_editor.execute("ALTER TABLE dedup_fingerprint SET (toast_tuple_target = 8160)")
 
 
 def untune(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     schema_editor.execute("ALTER TABLE dedup_article ALTER COLUMN body SET STORAGE EXTENDED")
     schema_editor.execute("ALTER TABLE dedup_article RESET (toast_tuple_target)")
     schema_editor.execute("ALTER TABLE dedup_fingerprint RESET (toast_tuple_target)")

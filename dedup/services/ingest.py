@@ -187,7 +187,7 @@ def articles_submit(
     replaced = [old for _, _, old in answers if old is not None]
     if replaced:
         Article.objects.filter(id__in=replaced).delete()
-    Article.objects.bulk_create(list(fresh.values()))  # sets their ids (PostgreSQL, SQLite)
+    Article.objects.bulk_create(list(fresh.values()))  # sets their ids
     _enqueue_process([a.pk for a in fresh.values()])
     return [
         Submitted(fresh[found] if isinstance(found, int) else found, outcome, old)
@@ -200,13 +200,12 @@ def _known_ids(keys: list[tuple[str, str]]) -> dict[tuple[str, str], Article]:
     key until the transaction ends: two requests re-sending the same id store it once."""
     if not keys:
         return {}
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            for source, external_id in keys:  # sorted: two requests lock in the same order
-                cursor.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    [f"article-id\x1f{source}\x1f{external_id}"],
-                )
+    with connection.cursor() as cursor:
+        for source, external_id in keys:  # sorted: two requests lock in the same order
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                [f"article-id\x1f{source}\x1f{external_id}"],
+            )
     wanted = set(keys)
     found: dict[tuple[str, str], Article] = {}
     ids = sorted({external_id for _, external_id in keys})

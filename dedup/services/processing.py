@@ -10,7 +10,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -19,7 +19,6 @@ from dedup.db import change_lock, columns, int_array, pg_cursor
 from dedup.models import (
     Article,
     ArticleStatus,
-    Fingerprint,
     Match,
     MatchKind,
     PassageKey,
@@ -124,16 +123,6 @@ def _articles_finish(
     )
     if not rows:
         return []
-    if connection.vendor != "postgresql":
-        finished = []
-        processing = Article.objects.filter(status=ArticleStatus.PROCESSING)
-        for article_id, original, status, message in rows:
-            changed = processing.filter(id=article_id).update(
-                status=status, exact_of_id=original, status_message=message, processed_at=now
-            )
-            if changed:
-                finished.append(article_id)
-        return finished
     # The chunk's ids drive the join: a filter on status could make the planner read the
     # status index, whose statistics lag behind an upload's hundred thousand pending rows.
     with pg_cursor() as cursor:
@@ -195,57 +184,36 @@ def _articles_claim(
     order, each with whether it is indexed under the version already (by an earlier run)."""
     now = timezone.now()
     stale = now - timedelta(seconds=stale_after)
-    if connection.vendor == "postgresql":
-        # Claim and read in one statement. The chunk's ids drive the join (see _articles_finish).
-        with pg_cursor() as cursor:
-            cursor.execute(
-                """
-                WITH chunk AS MATERIALIZED (SELECT unnest(%s::bigint[]) AS id)
-                UPDATE dedup_article a
-                SET status = %s, claimed_at = %s, attempts = a.attempts + 1
-                FROM (
-                    SELECT d.id FROM chunk JOIN dedup_article d ON d.id = chunk.id
-                    WHERE d.status = %s
-                        OR (d.status = %s AND (d.claimed_at IS NULL OR d.claimed_at <= %s))
-                    ORDER BY d.id
-                    FOR UPDATE OF d SKIP LOCKED
-                ) AS free
-                WHERE a.id = free.id
-                RETURNING a.id, a.body, a.content_hash, a.upload_id, EXISTS (
-                    SELECT 1 FROM dedup_fingerprint f
-                    WHERE f.article_id = a.id AND f.version = %s
-                )
-                """,
-                [
-                    int_array(article_ids), ArticleStatus.PROCESSING, now, ArticleStatus.PENDING,
-                    ArticleStatus.PROCESSING, stale, version,
-                ],
-            )  # fmt: skip
-            rows = sorted(cursor.fetchall())
-        return [
-            (Article(id=i, body=body, content_hash=h, upload_id=u), seen)
-            for i, body, h, u, seen in rows
-        ]
-    claimable = Q(status=ArticleStatus.PENDING) | Q(
-        Q(claimed_at__isnull=True) | Q(claimed_at__lte=stale), status=ArticleStatus.PROCESSING
-    )
-    with transaction.atomic():
-        ids = list(
-            Article.objects.select_for_update(skip_locked=True)
-            .filter(claimable, id__in=article_ids)
-            .values_list("id", flat=True)
-        )
-        Article.objects.filter(id__in=ids).update(
-            status=ArticleStatus.PROCESSING, claimed_at=now, attempts=F("attempts") + 1
-        )
-    articles = Article.objects.filter(id__in=ids).order_by("id")
-    articles = articles.only("id", "body", "content_hash", "upload_id")
-    indexed = set(
-        Fingerprint.objects.filter(version=version, article_id__in=ids).values_list(
-            "article_id", flat=True
-        )
-    )
-    return [(article, article.id in indexed) for article in articles]
+    # Claim and read in one statement. The chunk's ids drive the join (see _articles_finish).
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            WITH chunk AS MATERIALIZED (SELECT unnest(%s::bigint[]) AS id)
+            UPDATE dedup_article a
+            SET status = %s, claimed_at = %s, attempts = a.attempts + 1
+            FROM (
+                SELECT d.id FROM chunk JOIN dedup_article d ON d.id = chunk.id
+                WHERE d.status = %s
+                    OR (d.status = %s AND (d.claimed_at IS NULL OR d.claimed_at <= %s))
+                ORDER BY d.id
+                FOR UPDATE OF d SKIP LOCKED
+            ) AS free
+            WHERE a.id = free.id
+            RETURNING a.id, a.body, a.content_hash, a.upload_id, EXISTS (
+                SELECT 1 FROM dedup_fingerprint f
+                WHERE f.article_id = a.id AND f.version = %s
+            )
+            """,
+            [
+                int_array(article_ids), ArticleStatus.PROCESSING, now, ArticleStatus.PENDING,
+                ArticleStatus.PROCESSING, stale, version,
+            ],
+        )  # fmt: skip
+        rows = sorted(cursor.fetchall())
+    return [
+        (Article(id=i, body=body, content_hash=h, upload_id=u), seen)
+        for i, body, h, u, seen in rows
+    ]
 
 
 def _exact_originals(articles: list[Article]) -> dict[int, int]:
@@ -253,23 +221,16 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
     these (in id order): of a text twice in the chunk, the first is processed, the rest copy it."""
     first: dict[str, int] = {}
     hashes = sorted({a.content_hash for a in articles})
-    if connection.vendor == "postgresql":
-        # By hash alone, the status checked here: with a status condition the planner may
-        # combine in the status index, which reads every article done (its statistics lag
-        # behind a big upload).
-        with pg_cursor() as cursor:
-            cursor.execute(
-                "SELECT content_hash, id, status FROM dedup_article"
-                " WHERE content_hash = ANY(%s::text[]) ORDER BY id",
-                [hashes],
-            )
-            earlier = [(h, i) for h, i, status in cursor.fetchall() if status == ArticleStatus.DONE]
-    else:
-        earlier = (
-            Article.objects.filter(content_hash__in=hashes, status=ArticleStatus.DONE)
-            .order_by("id")
-            .values_list("content_hash", "id")
+    # By hash alone, the status checked here: with a status condition the planner may
+    # combine in the status index, which reads every article done (its statistics lag
+    # behind a big upload).
+    with pg_cursor() as cursor:
+        cursor.execute(
+            "SELECT content_hash, id, status FROM dedup_article"
+            " WHERE content_hash = ANY(%s::text[]) ORDER BY id",
+            [hashes],
         )
+        earlier = [(h, i) for h, i, status in cursor.fetchall() if status == ArticleStatus.DONE]
     for content_hash, article_id in earlier:
         first.setdefault(content_hash, article_id)
     copies = {}

@@ -17,7 +17,7 @@ from dedup.engine.records import BadRow, InputError
 from dedup.errors import ArticleInvalid, UploadTooLarge
 from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
 from dedup.readers import SUPPORTED, Limits, upload_rows
-from dedup.services.ingest import _article, _enqueue_process, article_clean
+from dedup.services.ingest import _enqueue_process, article_clean
 from dedup.services.webhooks import upload_finished_notify
 
 ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
@@ -32,16 +32,6 @@ def storable(message: str) -> str:
 def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datetime) -> list[int]:
     """Insert an upload's articles (fields, row number); rows made already are left alone.
     Return the ids of those rows' articles still waiting to be processed."""
-    if connection.vendor != "postgresql":
-        made = [_article(fields, now=now, upload=None, row=row) for fields, row in rows]
-        for article in made:
-            article.upload_id = upload_id
-        Article.objects.bulk_create(made, ignore_conflicts=True)
-        return list(
-            Article.objects.filter(
-                upload_id=upload_id, row__in=[row for _, row in rows], status=ArticleStatus.PENDING
-            ).values_list("id", flat=True)
-        )
     # One statement, every column one array: about twice as fast as bulk_create here.
     with pg_cursor() as cursor:
         cursor.execute(
@@ -196,7 +186,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
         )
     UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PROCESSING)
     _upload_file_delete(batch)
-    if connection.vendor == "postgresql" and accepted >= ANALYZE_AFTER_ROWS:
+    if accepted >= ANALYZE_AFTER_ROWS:
         # The planner's statistics of the article table are now far off; autovacuum would
         # fix them within minutes, while the workers are busy with these very articles.
         with connection.cursor() as cursor:

@@ -422,8 +422,6 @@ def test_article_matches_and_index_health():
 
 @pytest.mark.django_db(transaction=True)
 def test_near_copies_processed_at_the_same_moment_match_once(monkeypatch):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL for two concurrent writers")
     ids = ingest(ARTICLE, NEAR)
     barrier = threading.Barrier(2, timeout=20)
     real, looked = index.candidates_find_many, []

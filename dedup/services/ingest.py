@@ -121,7 +121,7 @@ def _article(fields: dict, *, now: datetime, upload=None, row: int | None = None
     )
 
 
-def _enqueue_process(article_ids: list[int]) -> None:
+def enqueue_process(article_ids: list[int]) -> None:
     """Send the articles to the workers in chunks once the transaction commits."""
     from dedup import tasks
 
@@ -188,7 +188,7 @@ def articles_submit(
     if replaced:
         Article.objects.filter(id__in=replaced).delete()
     Article.objects.bulk_create(list(fresh.values()))  # sets their ids
-    _enqueue_process([a.pk for a in fresh.values()])
+    enqueue_process([a.pk for a in fresh.values()])
     return [
         Submitted(fresh[found] if isinstance(found, int) else found, outcome, old)
         for outcome, found, old in answers

@@ -3,6 +3,7 @@ chunk by chunk (upload_process); an upload is done once all its articles are fin
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 
@@ -17,7 +18,7 @@ from dedup.engine.records import BadRow, InputError
 from dedup.errors import ArticleInvalid, UploadTooLarge
 from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
 from dedup.readers import SUPPORTED, Limits, upload_rows
-from dedup.services.ingest import _enqueue_process, article_clean
+from dedup.services.ingest import article_clean, enqueue_process
 from dedup.services.webhooks import upload_finished_notify
 
 ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
@@ -119,6 +120,64 @@ def _upload_send(upload_id: int) -> None:
         raise
 
 
+@dataclass
+class _Reading:
+    """What reading one upload has counted so far, and its rows waiting to be stored."""
+
+    batch: UploadBatch
+    made: set[int]  # rows stored by an earlier run of this upload
+    now: datetime = field(default_factory=timezone.now)
+    total: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    errors: list[dict] = field(default_factory=list)
+    pending: list[tuple[dict, int]] = field(default_factory=list)  # (fields, row number)
+
+    def accept(self, fields: dict, number: int) -> None:
+        self.accepted += 1
+        if number not in self.made:
+            self.pending.append((fields, number))
+        if len(self.pending) >= django_settings.DEDUP_CHUNK_SIZE:
+            self.flush()
+
+    def reject(self, number: int, message: str) -> None:
+        self.rejected += 1
+        if len(self.errors) < MAX_UPLOAD_ERRORS:
+            self.errors.append({"row": number, "message": storable(message)})
+
+    def flush(self) -> None:
+        """Store the pending rows and the counts so far, in one transaction."""
+        upload_id = self.batch.id
+        with transaction.atomic():
+            # Another run of this upload (a task delivered twice) may have made some already.
+            created = _articles_insert(self.pending, upload_id=upload_id, now=self.now)
+            enqueue_process(sorted(created))
+            UploadBatch.objects.filter(id=upload_id).update(
+                total_rows=self.total,
+                accepted=self.accepted,
+                rejected=self.rejected,
+                errors=self.errors,
+            )
+        self.pending.clear()
+
+
+def _upload_fields(row, batch: UploadBatch) -> dict:
+    """Return an upload row's article fields (the upload's source and date where it names
+    none), or raise ArticleInvalid saying where the row is wrong."""
+    if isinstance(row, BadRow):
+        raise ArticleInvalid(f"{row.where}: {row.reason}")
+    where, obj = row
+    try:
+        fields = article_clean(obj)
+    except ArticleInvalid as error:
+        raise ArticleInvalid(f"{where}: {error.message}") from None
+    if not fields["source"]:
+        fields["source"] = batch.source
+    if fields["published_at"] is None:
+        fields["published_at"] = batch.published_at
+    return fields
+
+
 def upload_process(*, upload_id: int) -> UploadBatch:
     """Read a stored upload into articles, chunk by chunk; bad rows are recorded, not fatal.
 
@@ -129,69 +188,43 @@ def upload_process(*, upload_id: int) -> UploadBatch:
         return batch
     UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PARSING)
     made = set(Article.objects.filter(upload_id=upload_id).values_list("row", flat=True))
+    reading = _Reading(batch, made)
     limits = Limits(
         article_bytes=django_settings.DEDUP_MAX_ARTICLE_BYTES,
         unpacked_bytes=django_settings.DEDUP_MAX_UNPACKED_BYTES,
     )
-    total = accepted = rejected = 0
-    errors: list[dict] = []
-    pending: list[tuple[dict, int]] = []  # (fields, row number)
-    now = timezone.now()
-
-    def flush() -> None:
-        with transaction.atomic():
-            # Another run of this upload (a task delivered twice) may have made some already.
-            created = _articles_insert(pending, upload_id=upload_id, now=now)
-            _enqueue_process(sorted(created))
-            UploadBatch.objects.filter(id=upload_id).update(
-                total_rows=total, accepted=accepted, rejected=rejected, errors=errors
-            )
-        pending.clear()
-
     try:
         with batch.file.open("rb") as stream:
             for number, row in enumerate(upload_rows(stream, batch.name, limits=limits), 1):
-                total += 1
+                reading.total += 1
                 try:
-                    if isinstance(row, BadRow):
-                        raise ArticleInvalid(f"{row.where}: {row.reason}", row=number)
-                    where, obj = row
-                    fields = article_clean(obj)
-                    if not fields["source"]:
-                        fields["source"] = batch.source
-                    if fields["published_at"] is None:
-                        fields["published_at"] = batch.published_at
+                    reading.accept(_upload_fields(row, batch), number)
                 except ArticleInvalid as error:
-                    rejected += 1
-                    if len(errors) < MAX_UPLOAD_ERRORS:
-                        message = error.message
-                        if not isinstance(row, BadRow):
-                            message = f"{where}: {message}"
-                        errors.append({"row": number, "message": storable(message)})
-                    continue
-                accepted += 1
-                if number not in made:
-                    pending.append((fields, number))
-                if len(pending) >= django_settings.DEDUP_CHUNK_SIZE:
-                    flush()
-            flush()
+                    reading.reject(number, error.message)
+            reading.flush()
     except (InputError, OSError, ValueError) as error:
         return _upload_fail(batch, str(error))
-    if total == 0:
+    return _upload_read(batch, reading)
+
+
+def _upload_read(batch: UploadBatch, reading: _Reading) -> UploadBatch:
+    """End the reading of an upload: failed when no row could be read, else processing."""
+    if reading.total == 0:
         return _upload_fail(batch, f"{batch.name} holds no articles; {SUPPORTED}")
-    if accepted == 0:
-        first = errors[0]["message"] if errors else ""
+    if reading.accepted == 0:
+        first = reading.errors[0]["message"] if reading.errors else ""
         return _upload_fail(
-            batch, f"none of the {total} rows could be read (first: {first}); {SUPPORTED}"
+            batch,
+            f"none of the {reading.total} rows could be read (first: {first}); {SUPPORTED}",
         )
-    UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PROCESSING)
+    UploadBatch.objects.filter(id=batch.id).update(state=UploadState.PROCESSING)
     _upload_file_delete(batch)
-    if accepted >= ANALYZE_AFTER_ROWS:
+    if reading.accepted >= ANALYZE_AFTER_ROWS:
         # The planner's statistics of the article table are now far off; autovacuum would
         # fix them within minutes, while the workers are busy with these very articles.
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE dedup_article")
-    _upload_finish_if_processed(upload_id)
+    _upload_finish_if_processed(batch.id)
     batch.refresh_from_db()
     return batch
 
@@ -263,7 +296,7 @@ def upload_delete(*, upload_id: int) -> int:
     Article.objects.filter(id__in=orphans).update(
         status=ArticleStatus.PENDING, exact_of=None, status_message="", claimed_at=None
     )
-    _enqueue_process(sorted(orphans))
+    enqueue_process(sorted(orphans))
     name = batch.file.name
     batch.delete()
     if name:

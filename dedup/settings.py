@@ -168,6 +168,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DEDUP_MAX_REQUEST_MB", 20) * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
+# An upload still unread after this long (it arrived while the broker was down) is sent again.
+DEDUP_UPLOAD_RESEND_SECONDS = env_int("DEDUP_UPLOAD_RESEND_SECONDS", 60)
 
 # Celery: Redis when REDIS_URL is set, else a broker in files that any local worker shares.
 # DEDUP_REDIS_PREFIX starts every key this installation writes (queues and caches), so that
@@ -216,6 +218,10 @@ CELERY_BEAT_SCHEDULE = {
     "requeue-stuck-articles": {
         "task": "dedup.tasks.articles_requeue_stuck",
         "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 120),
+    },
+    "requeue-waiting-uploads": {
+        "task": "dedup.tasks.uploads_requeue_stuck",
+        "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 120) / 2,
     },
     # Workers check as they start (dedup.tasks.index_upgrade_on_start); this catches a check
     # that failed then (the database was down, say).

@@ -59,6 +59,12 @@ def articles_requeue_stuck(self, older_than_seconds: int | None = None) -> int:
     return services.articles_requeue_stuck(older_than_seconds=older_than_seconds)
 
 
+@shared_task(name="dedup.tasks.uploads_requeue_stuck", **RETRY)
+def uploads_requeue_stuck(self) -> int:
+    """Send again the uploads received but not read (the broker was down when they came)."""
+    return services.uploads_requeue_stuck()
+
+
 @shared_task(name="dedup.tasks.articles_prune", **RETRY)
 def articles_prune(self) -> int:
     """Delete index rows outside the retention window."""

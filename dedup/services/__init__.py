@@ -19,7 +19,13 @@ from dedup.services.ingest import articles_ingest, articles_submit
 from dedup.services.processing import articles_process, articles_prune, articles_requeue_stuck
 from dedup.services.reindex import EDITABLE as EDITABLE
 from dedup.services.reindex import index_rebuild, settings_update
-from dedup.services.uploads import upload_abandon, upload_create, upload_delete, upload_process
+from dedup.services.uploads import (
+    upload_abandon,
+    upload_create,
+    upload_delete,
+    upload_process,
+    uploads_requeue_stuck,
+)
 from dedup.services.webhooks import deliveries_resend, webhook_start, webhooks_dispatch
 
 __all__ = [
@@ -40,6 +46,7 @@ __all__ = [
     "upload_create",
     "upload_delete",
     "upload_process",
+    "uploads_requeue_stuck",
     "webhook_start",
     "webhooks_dispatch",
 ]

@@ -3,8 +3,10 @@ chunk by chunk (upload_process); an upload is done once all its articles are fin
 
 from __future__ import annotations
 
+import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 
 from django.conf import settings as django_settings
@@ -23,6 +25,8 @@ from dedup.services.webhooks import upload_finished_notify
 
 ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
 MAX_UPLOAD_ERRORS = 100  # per-row errors kept on an upload; the counts stay exact
+
+logger = logging.getLogger(__name__)
 
 
 def storable(message: str) -> str:
@@ -101,23 +105,44 @@ def upload_create(
     return batch
 
 
+WAITING_FOR_QUEUE = (
+    "waiting for the queue (Redis), which was not answering: read as soon as it answers"
+)
+
+
 def _upload_send(upload_id: int) -> None:
-    """Have a worker read the upload; with the broker down, fail it (nothing would ever read
-    it) and raise, so that the caller is told to send the file again."""
+    """Have a worker read the upload. With the broker down the upload waits, stored, saying
+    so, and beat's uploads_requeue_stuck sends it once the broker answers: nobody re-sends."""
     from kombu.exceptions import OperationalError as BrokerDown
 
     from dedup import tasks
 
     try:
         tasks.upload_process.delay(upload_id=upload_id)
-    except BrokerDown:
+    except BrokerDown as error:
+        logger.warning("upload %s waits for the broker: %s", upload_id, error)
         UploadBatch.objects.filter(id=upload_id, state=UploadState.RECEIVED).update(
-            state=UploadState.FAILED,
-            message="not sent to the workers: the queue (Redis) was not answering; "
-            "upload the file again in a minute",
-            finished_at=timezone.now(),
+            message=WAITING_FOR_QUEUE
         )
-        raise
+
+
+def uploads_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
+    """Send again the uploads received but not yet read after this many seconds (default
+    DEDUP_UPLOAD_RESEND_SECONDS): those that arrived while the broker was down, or whose task
+    was lost. A copy of a task that is still queued reads nothing twice (upload_process)."""
+    from dedup import tasks
+
+    if older_than_seconds is None:
+        older_than_seconds = django_settings.DEDUP_UPLOAD_RESEND_SECONDS
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    waiting = UploadBatch.objects.filter(state=UploadState.RECEIVED, created_at__lte=cutoff)
+    ids = list(waiting.order_by("id").values_list("id", flat=True))
+    for upload_id in ids:
+        tasks.upload_process.delay(upload_id=upload_id)
+    UploadBatch.objects.filter(id__in=ids, message=WAITING_FOR_QUEUE).update(message="")
+    if ids:
+        logger.info("sent %d waiting uploads again", len(ids))
+    return len(ids)
 
 
 @dataclass
@@ -182,11 +207,34 @@ def upload_process(*, upload_id: int) -> UploadBatch:
     """Read a stored upload into articles, chunk by chunk; bad rows are recorded, not fatal.
 
     Run again (a retry), it recounts the file and creates only the rows it has not created."""
+    with _upload_reader(upload_id) as alone:
+        if not alone:  # another copy of the task is reading it (sent again while queued)
+            return UploadBatch.objects.get(id=upload_id)
+        return _upload_read_all(upload_id)
+
+
+@contextmanager
+def _upload_reader(upload_id: int):
+    """Yield whether this process is the only one reading the upload: a session lock, which
+    PostgreSQL lets go when a worker dies, so that a retried task can read it again."""
+    key = [f"upload-read\x1f{upload_id}"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", key)
+        alone = cursor.fetchone()[0]
+    try:
+        yield alone
+    finally:
+        if alone:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", key)
+
+
+def _upload_read_all(upload_id: int) -> UploadBatch:
     batch = UploadBatch.objects.get(id=upload_id)
     # Processing: every row was read (its file is gone); a task delivered again has no more to do.
     if batch.state in (UploadState.PROCESSING, UploadState.DONE, UploadState.FAILED):
         return batch
-    UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PARSING)
+    UploadBatch.objects.filter(id=upload_id).update(state=UploadState.PARSING, message="")
     made = set(Article.objects.filter(upload_id=upload_id).values_list("row", flat=True))
     reading = _Reading(batch, made)
     limits = Limits(

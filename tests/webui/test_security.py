@@ -244,35 +244,6 @@ def test_api_stores_articles_and_answers_202_when_the_broker_is_down(editor, mon
     assert Article.objects.count() == 1
 
 
-@pytest.mark.django_db(transaction=True)  # on_commit runs: the file is sent once stored
-def test_a_file_arriving_while_the_broker_is_down_is_refused_not_left_waiting(editor, monkeypatch):
-    from kombu.exceptions import OperationalError as BrokerDown
-
-    from dedup import tasks
-
-    def down(*args, **kwargs):
-        raise BrokerDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-
-    monkeypatch.setattr(tasks.upload_process, "delay", down)
-    key = ApiToken.issue(editor, name="t")[1]
-    file = SimpleUploadedFile("a.jsonl", b'{"text": "x"}\n')
-    response = Client(HTTP_AUTHORIZATION=f"Token {key}").post("/api/uploads", {"file": file})
-    assert response.status_code == 503 and response["Retry-After"] == "30"
-    assert "queue is not answering" in response.json()["error"]
-    web = Client(headers={"accept-language": "en"})
-    web.force_login(editor)
-    file = SimpleUploadedFile("b.jsonl", b'{"text": "x"}\n')
-    response = web.post("/upload/", {"files": [file]}, headers={"accept": "application/json"})
-    assert response.json()["errors"] == [
-        "b.jsonl was not received: the queue is not answering; upload it again in a minute."
-    ]
-    # Neither is left "received" for good: each says what became of it.
-    states = dict(UploadBatch.objects.values_list("name", "state"))
-    assert states == {"a.jsonl": "failed", "b.jsonl": "failed"}
-    for message in UploadBatch.objects.values_list("message", flat=True):
-        assert "upload the file again in a minute" in message
-
-
 def test_healthz_answers_without_a_session():
     response = Client().get("/healthz")
     assert response.status_code == 200 and response.json() == {"ok": True}

@@ -95,7 +95,8 @@ def _csrf_failure(request: HttpRequest) -> str | None:
 
 class TokenAuth(APIKeyHeader):
     """`Authorization: Token <key>`, or a signed-in session (with a CSRF token on POST), of a
-    user holding a permission (or staff); each caller within its rate limit."""
+    user holding the permission (a superuser holds every one); each caller within its rate
+    limit."""
 
     param_name = "Authorization"
     # Markdown in the docs page: in backticks, "<key>" is shown, not taken for a tag.
@@ -113,7 +114,7 @@ class TokenAuth(APIKeyHeader):
     def authenticate(self, request: HttpRequest, key: str | None):
         caller = _authenticate(request, key)
         user = request.user
-        if not (user.is_staff or user.has_perm(self.permission)):
+        if not user.has_perm(self.permission):  # staff status alone grants nothing here
             raise ApiError(403, f"Your account lacks the permission {self.permission}.")
         _rate_limit(caller)
         return user

@@ -7,6 +7,8 @@ syntax too; what it cannot check is that the app gets the variables settings.py 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,17 @@ def test_dockerfile_installs_the_project_and_collects_static_files():
     assert "pip install -e ." in text  # the compiled merges land beside the sources
     assert "gcc" in text and 'python -c "import dedup.engine._native"' in text
     assert "collectstatic --noinput" in text
+
+
+def test_gunicorn_recycles_its_workers():
+    """gunicorn.conf.py (read by the image's and the compose file's gunicorn) replaces each web
+    worker after a bounded number of requests, staggered."""
+    printed = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "--print-config", "dedup.wsgi"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    settings = dict(
+        line.split("=", 1) for line in map(str.strip, printed.splitlines()) if "=" in line
+    )
+    assert 0 < int(settings["max_requests"].strip()) <= 10000
+    assert int(settings["max_requests_jitter"].strip()) > 0

@@ -145,8 +145,9 @@ def test_gunicorn_recycles_its_workers():
         [sys.executable, "-m", "gunicorn", "--print-config", "dedup.wsgi"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
     ).stdout  # fmt: skip
-    settings = dict(
-        line.split("=", 1) for line in map(str.strip, printed.splitlines()) if "=" in line
-    )
-    assert 0 < int(settings["max_requests"].strip()) <= 10000
-    assert int(settings["max_requests_jitter"].strip()) > 0
+    settings = {
+        name.strip(): value.strip()
+        for name, _, value in (line.partition("=") for line in printed.splitlines())
+    }
+    assert 0 < int(settings["max_requests"]) <= 10000
+    assert int(settings["max_requests_jitter"]) > 0

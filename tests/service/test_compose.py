@@ -17,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("web", "worker", "webhooks", "beat")
 # Compose-only knobs: interpolated into docker-compose.yml, never passed to dedup.
-COMPOSE_ONLY = {"POSTGRES_PASSWORD", "DEDUP_PORT"}
+COMPOSE_ONLY = {"POSTGRES_PASSWORD", "DEDUP_PORT", "GUNICORN_MAX_REQUESTS"}  # not settings.py
 
 
 def settings_variables() -> set[str]:

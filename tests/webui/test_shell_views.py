@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import timedelta
 
@@ -126,13 +127,12 @@ def test_overview_figures_are_served_from_the_cache_and_refreshed_in_the_backgro
 ):
     first = overview.figures()
     assert overview.figures() is not None
-    calls = []
-    monkeypatch.setattr(overview, "_figures_refresh", lambda: calls.append(1))
+    refreshed = threading.Event()
+    monkeypatch.setattr(overview, "_figures_refresh", refreshed.set)
     cache.set(overview.FIGURES_CACHE_KEY, {**first, "at": first["at"] - 60}, 60)
     stale = overview.figures()
     assert stale["at"] == first["at"] - 60  # the page does not wait for fresh figures
-    time.sleep(0.1)
-    assert calls == [1]
+    assert refreshed.wait(5)  # ...which are made in the background
     assert admin_client_.get("/overview/").status_code == 200
 
 
@@ -155,16 +155,23 @@ def test_worker_ping_never_holds_the_page(monkeypatch):
 def test_a_late_worker_answer_is_kept_for_the_next_request(monkeypatch):
     cache.clear()
 
+    asked, answer = threading.Event(), threading.Event()
+
     class LateInspect:
         def ping(self):
-            time.sleep(0.8)
+            asked.set()
+            answer.wait(5)  # the worker answers after the page has gone on
             return {"w1@host": {"ok": "pong"}}
 
     from dedup.celery import app
 
     monkeypatch.setattr(app.control, "inspect", lambda timeout: LateInspect())
     assert overview.workers_status()["ok"] is None
-    time.sleep(0.5)
+    assert asked.wait(5)
+    answer.set()
+    deadline = time.monotonic() + 5
+    while overview.workers_status()["ok"] is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the answer is stored by the asking thread, a moment after
     assert overview.workers_status() == {"ok": True, "names": ["w1@host"], "error": ""}
 
 

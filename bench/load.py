@@ -1,0 +1,328 @@
+"""The web tier under load while an upload is processed: N clients for a fixed time.
+
+    ./dev bench load     (or: python -m bench.load [--clients 20] [--seconds 60])
+
+A fresh database `dedup_bench_load` on 127.0.0.1:5432 and Redis db 9 under the key prefix
+`bench-load:`; gunicorn as the image runs it (gunicorn.conf.py, 3 workers) on a free port and
+one Celery worker (prefork, 2 processes). First a corpus is loaded and processed (the queue
+then has pairs to show), then two uploads of the same size are timed: one alone (ingestion's
+rate without load), one while N clients (its rate over the load's time, or until it ends),
+each in its own thread, ask in turn for the queue,
+the compare page of a matched pair, `POST /api/check` with an article's text and
+`GET /api/articles/<id>`, as fast as they are answered, for a fixed time. Each endpoint's
+requests per second, p50 and p99 and errors go to bench/results/load.md, with ingestion's
+rate under load as a share of its rate alone. Everything runs on this machine's cores, the
+clients too: figures of a shared machine, to compare with runs of the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.pipeline import ROOT, SERVER_URL, WORK_DIR, Workers, build_stream, write_jsonl
+
+RESULTS = Path(__file__).parent / "results" / "load.md"
+DB_NAME = "dedup_bench_load"
+REDIS_URL = "redis://127.0.0.1:6379/9"
+PREFIX = "bench-load:"
+ENDPOINTS = ("queue", "compare", "api/check", "api/articles")
+
+
+def environment() -> dict[str, str]:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "dedup.settings",
+        "DATABASE_URL": f"{SERVER_URL}/{DB_NAME}",
+        "REDIS_URL": REDIS_URL,
+        "DEDUP_REDIS_PREFIX": PREFIX,
+        "SECRET_KEY": "bench-only-secret",
+        "DEBUG": "0",
+        "DEDUP_HTTPS": "0",
+        "DEDUP_API_RATE_LIMIT": "0",
+        "DEDUP_VAR_DIR": str(WORK_DIR / "load-var"),
+        "LOG_LEVEL": "WARNING",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def reset(env: dict) -> None:
+    """A fresh database, migrated; the prefix's Redis keys deleted."""
+    import psycopg
+    import redis
+
+    with psycopg.connect(f"{SERVER_URL}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB_NAME}")
+    client = redis.Redis.from_url(REDIS_URL)
+    for key in client.scan_iter(match=f"{PREFIX}*", count=1000):
+        client.delete(key)
+    client.close()
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT, env=env, check=True,
+    )  # fmt: skip
+
+
+def upload_and_wait(path: Path, until: float | None = None, timeout: float = 3600) -> float:
+    """Upload a file as the web form does; return articles processed per second, until all
+    are or, if sooner, until `until` (a time.monotonic() reading: the end of the load)."""
+    from django.core.files import File
+
+    from dedup import services
+    from dedup.models import Article, UploadBatch
+
+    start = time.monotonic()
+    with path.open("rb") as stream:
+        batch = services.upload_create(file=File(stream, name=path.name), name=path.name)
+    processed = Article.objects.filter(upload=batch, status__in=("done", "exact"))
+    while time.monotonic() - start < timeout:
+        if UploadBatch.objects.get(pk=batch.pk).state in ("done", "failed"):
+            break
+        if until is not None and time.monotonic() >= until:
+            return processed.count() / (time.monotonic() - start)
+        time.sleep(0.5)
+    return processed.count() / (time.monotonic() - start)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def credentials() -> tuple[str, str]:
+    """An editor's session cookie (for the pages) and API token."""
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.auth.models import Group, User
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from dedup.models import ApiToken
+
+    user = User.objects.create_user("load-editor", password="a long enough password")
+    user.groups.add(Group.objects.get(name="editor"))
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    return session.session_key, ApiToken.issue(user, name="load")[1]
+
+
+class Clients:
+    """N threads asking the endpoints in turn; latencies per endpoint."""
+
+    def __init__(self, port: int, cookie: str, token: str, pairs, texts, ids) -> None:
+        self.port, self.cookie, self.token = port, cookie, token
+        self.pairs, self.texts, self.ids = pairs, texts, ids
+        self.latencies: dict[str, list[float]] = defaultdict(list)
+        self.errors: dict[str, list[str]] = defaultdict(list)
+        self.lock = threading.Lock()
+
+    def request(self, rng: random.Random, endpoint: str) -> tuple[str, str, bytes | None, dict]:
+        session = {"Cookie": f"sessionid={self.cookie}"}
+        api = {"Authorization": f"Token {self.token}", "Content-Type": "application/json"}
+        if endpoint == "queue":
+            return "GET", "/", None, session
+        if endpoint == "compare":
+            a, b = rng.choice(self.pairs)
+            return "GET", f"/compare/{a}/{b}/", None, session
+        if endpoint == "api/check":
+            body = json.dumps({"text": rng.choice(self.texts)}).encode()
+            return "POST", "/api/check", body, api
+        return "GET", f"/api/articles/{rng.choice(self.ids)}", None, api
+
+    def run(self, number: int, until: float) -> None:
+        rng = random.Random(number)
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        turn = number
+        while time.monotonic() < until:
+            endpoint = ENDPOINTS[turn % len(ENDPOINTS)]
+            turn += 1
+            method, path, body, headers = self.request(rng, endpoint)
+            start = time.monotonic()
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                response = connection.getresponse()
+                response.read()
+                problem = "" if response.status < 400 else f"{response.status} {path}"
+            except (OSError, http.client.HTTPException) as error:
+                problem = f"{type(error).__name__}: {error}"
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            with self.lock:
+                self.latencies[endpoint].append(time.monotonic() - start)
+                if problem:
+                    self.errors[endpoint].append(problem)
+        connection.close()
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
+
+
+def gunicorn(env: dict, port: int) -> subprocess.Popen:
+    log = (WORK_DIR / "gunicorn.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "dedup.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "3", "--timeout", "120"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            connection.request("GET", "/healthz")
+            if connection.getresponse().status == 200:
+                return process
+        except OSError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise RuntimeError((WORK_DIR / "gunicorn.log").read_text()[-3000:])
+        time.sleep(0.5)
+
+
+def provenance(command: str) -> str:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")),
+        platform.processor(),
+    )  # fmt: skip
+    from importlib.metadata import version
+
+    versions = ", ".join(
+        f"{name} {version(name)}" for name in ("django", "gunicorn", "celery", "psycopg")
+    )
+    return (
+        f"- commit {commit}{' (uncommitted changes)' if dirty else ''}, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n"
+        f"- machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}; "
+        f"{versions}\n- command: `{command}`\n"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--corpus", type=int, default=3000, help="articles loaded first")
+    parser.add_argument("--upload", type=int, default=1500, help="articles per timed upload")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    WORK_DIR.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    os.environ.update(env)
+    print(f"Fresh database {DB_NAME}...", flush=True)
+    reset(env)
+    import django
+
+    django.setup()
+    from dedup.models import Article, Match
+
+    rows, _ = build_stream(args.corpus + 2 * args.upload, args.seed)
+    parts = {
+        "corpus": rows[: args.corpus],
+        "alone": rows[args.corpus : args.corpus + args.upload],
+        "loaded": rows[args.corpus + args.upload :],
+    }
+    paths = {}
+    for name, part in parts.items():
+        paths[name] = WORK_DIR / f"load-{name}.jsonl"
+        write_jsonl(part, paths[name])
+    workers = Workers(env, 2, "prefork")
+    server = None
+    try:
+        workers.start()
+        print(f"Loading the corpus ({args.corpus:,} articles)...", flush=True)
+        upload_and_wait(paths["corpus"])
+        print("Ingestion alone...", flush=True)
+        alone = upload_and_wait(paths["alone"])
+        print(f"  {alone:,.1f} articles/s", flush=True)
+        cookie, token = credentials()
+        pairs = list(Match.objects.values_list("a_id", "b_id")[:500])
+        ids = list(Article.objects.values_list("id", flat=True)[:2000])
+        texts = [row["text"] for row in random.Random(args.seed).sample(rows, 200)]
+        port = free_port()
+        server = gunicorn(env, port)
+        clients = Clients(port, cookie, token, pairs, texts, ids)
+        for number in range(3 * len(ENDPOINTS)):  # warm: each gunicorn worker's caches
+            clients.run(number, time.monotonic() + 0.5)
+        clients.latencies.clear()
+        clients.errors.clear()
+        print(f"{args.clients} clients for {args.seconds:.0f} s during an upload...", flush=True)
+        result: dict[str, float] = {}
+        until = time.monotonic() + args.seconds
+        uploading = threading.Thread(
+            target=lambda: result.update(rate=upload_and_wait(paths["loaded"], until))
+        )
+        threads = [
+            threading.Thread(target=clients.run, args=(number, until))
+            for number in range(args.clients)
+        ]
+        uploading.start()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        uploading.join()
+    finally:
+        if server is not None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(30)
+        workers.stop()
+    report(args, clients, alone, result.get("rate", 0.0))
+
+
+def report(args, clients: Clients, alone: float, loaded: float) -> None:
+    command = "python -m bench.load " + " ".join(sys.argv[1:])
+    lines = [
+        "# The web tier under load during an upload (bench/load.py)\n",
+        provenance(command.strip()),
+        f"{args.clients} clients for {args.seconds:.0f} s against gunicorn (3 workers) and one "
+        f"Celery worker (2 processes), after a corpus of {args.corpus:,} articles; the "
+        f"clients run on the same cores.\n",
+        "| endpoint | requests | per second | p50 ms | p99 ms | errors |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for endpoint in ENDPOINTS:
+        times = clients.latencies[endpoint]
+        lines.append(
+            f"| {endpoint} | {len(times):,} | {len(times) / args.seconds:,.1f} | "
+            f"{percentile(times, 0.5) * 1000:,.0f} | {percentile(times, 0.99) * 1000:,.0f} | "
+            f"{len(clients.errors[endpoint])} |"
+        )
+    share = loaded / alone if alone else 0.0
+    lines += [
+        "",
+        f"Ingestion: {alone:,.1f} articles/s alone, {loaded:,.1f} under load ({share:.0%}).",
+    ]
+    errors = [e for endpoint in ENDPOINTS for e in clients.errors[endpoint][:3]]
+    if errors:
+        lines += ["", "First errors: " + "; ".join(errors)]
+    text = "\n".join(lines) + "\n"
+    RESULTS.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -37,7 +37,6 @@ class MemIndex:
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self._src, self._mask, self._dst = _key_parts(plan)
         self._key_bits = np.array(plan.key_bits, dtype=np.uint64)
         self._reset(np.empty(0, np.uint64), np.empty(0, np.int64))
 
@@ -72,7 +71,7 @@ class MemIndex:
         self._values = np.empty(n * tables, dtype=np.uint64)
         self._rep_of = np.empty(n * tables, dtype=np.int32 if n < 2**31 else np.int64)
         for t in range(tables):
-            keys = self._keys_of(reps, t)
+            keys = self.plan.keys(reps, t)
             order = np.argsort(keys, kind="stable")
             prefix = keys[order] >> (self._key_bits[t] - self._dir_bits[t])
             base = t * n
@@ -81,14 +80,6 @@ class MemIndex:
             slots = np.arange(sizes[t], dtype=np.uint64)
             start = self._dir_base[t]
             self._directory[start : start + sizes[t]] = base + np.searchsorted(prefix, slots)
-
-    def _keys_of(self, values: np.ndarray, table: int) -> np.ndarray:
-        key = np.zeros(len(values), dtype=np.uint64)
-        for src, mask, dst in zip(
-            self._src[table], self._mask[table], self._dst[table], strict=True
-        ):
-            key |= ((values >> src) & mask) << dst
-        return key
 
     def add(self, ids: np.ndarray, values: np.ndarray) -> None:
         """Add fingerprints with their ids (an id already present is added again)."""
@@ -143,7 +134,7 @@ class MemIndex:
         q = np.uint64(value)
         found: list[tuple[int, int]] = []
         if len(self._reps):
-            keys = np.bitwise_or.reduce(((q >> self._src) & self._mask) << self._dst, axis=1)
+            keys = self.plan.keys(np.array([q], dtype=np.uint64))[:, 0]
             slot = self._dir_base + (keys >> self._dir_shift).astype(np.int64)
             lo, hi = self._directory[slot], self._directory[slot + 1]
             lengths = hi - lo
@@ -188,9 +179,8 @@ class MemIndex:
         n = len(self._reps)
         queries, reps, dist = _EMPTY_I64, _EMPTY_I64, _EMPTY_U8
         if n:
-            # keys[t, j, q] -> sum over j: the key of every query in every table at once
-            parts = (values[None, None, :] >> self._src[:, :, None]) & self._mask[:, :, None]
-            keys = np.bitwise_or.reduce(parts << self._dst[:, :, None], axis=1)
+            # the key of every query in every table at once: (tables, queries)
+            keys = self.plan.keys(values)
             prefix = keys >> self._dir_shift[:, None]
             slot = (self._dir_base[:, None] + prefix.astype(np.int64)).ravel()
             lo, hi = self._directory[slot], self._directory[slot + 1]
@@ -235,7 +225,7 @@ class MemIndex:
         n = len(self._reps)
         hot = []
         for t, bits in enumerate(self.plan.key_bits):
-            keys = self._keys_of(self._values[t * n : (t + 1) * n], t)
+            keys = self.plan.keys(self._values[t * n : (t + 1) * n], t)
             if not n:
                 continue
             edges = np.flatnonzero(np.diff(keys)) + 1
@@ -303,21 +293,3 @@ class MemIndex:
 
 _EMPTY_I64 = np.empty(0, np.int64)
 _EMPTY_U8 = np.empty(0, np.uint8)
-
-
-def _key_parts(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return per table and key block: source shift, mask and destination shift (uint64)."""
-    src, mask, dst = [], [], []
-    for table in plan.tables:
-        remaining = sum(plan.widths[b] for b in table)
-        row_src, row_mask, row_dst = [], [], []
-        for block in table:
-            width = plan.widths[block]
-            remaining -= width
-            row_src.append(plan.starts[block])
-            row_mask.append((1 << width) - 1)
-            row_dst.append(remaining)
-        src.append(row_src)
-        mask.append(row_mask)
-        dst.append(row_dst)
-    return tuple(np.array(a, dtype=np.uint64) for a in (src, mask, dst))

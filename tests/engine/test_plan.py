@@ -9,6 +9,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from dedup.engine.memindex import MemIndex
+from dedup.engine.pairs import pairs
 from dedup.engine.plan import MAX_TABLES, Plan, PlanCost, PlanError, plan_for
 
 MAX = 2**64 - 1
@@ -226,6 +228,7 @@ def test_keys_numpy_equals_key_python_equals_bit_string_construction(plan, value
             assert plan.key(value, t) == expected
             assert int(keys[t, i]) == expected
             assert expected < 2 ** plan.key_bits[t]
+        assert plan.keys(np.array(values, dtype=np.uint64), t).tolist() == keys[t].tolist()
 
 
 def test_keys_of_an_empty_array_have_one_row_per_table():
@@ -253,6 +256,35 @@ def test_fingerprints_within_k_max_share_a_key_in_some_table():
         bits = rng.choice(64, size=3, replace=False)
         b = a ^ sum(1 << int(x) for x in bits)
         assert any(plan.key(a, t) == plan.key(b, t) for t in range(plan.table_count))
+
+
+def test_the_memory_index_and_all_pairs_key_fingerprints_with_the_plans_keys(monkeypatch):
+    # Keys of the inverted fingerprints: another key function, with the same pigeonhole
+    # property. Answers stay exact only if every part of the engine keys with Plan.keys.
+    calls = []
+    plain = Plan.keys
+
+    def inverted(self, values, table=None):
+        calls.append(table)
+        return plain(self, ~np.asarray(values, dtype=np.uint64), table)
+
+    monkeypatch.setattr(Plan, "keys", inverted)
+    plan = Plan.even(5, 3)
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 2**64, 300, dtype=np.uint64)
+    values[150:] = values[:150] ^ np.uint64(0b1011 << 20)
+    index = MemIndex.build(plan, np.arange(300), values)
+    built = len(calls)
+    assert index.query(int(values[0]), 3) == [(0, 0), (150, 3)]
+    hits = index.query_many(values[:150], 3)
+    assert sorted(zip(hits.query.tolist(), hits.id.tolist(), strict=True)) == [
+        pair for i in range(150) for pair in ((i, i), (i, i + 150))
+    ]
+    found = pairs(values, 3, plan=plan)
+    assert list(zip(found.a.tolist(), found.b.tolist(), strict=True)) == [
+        (i, i + 150) for i in range(150)
+    ]
+    assert built >= plan.table_count and len(calls) > built + plan.table_count
 
 
 # --- costs ----------------------------------------------------------------------------------

@@ -32,12 +32,12 @@ from functools import cached_property
 import mmh3
 import numpy as np
 
-from dedup.engine import merge
+from dedup.engine import merge, native
 
 # Code point -> kept (not a separator); every code point from len(_KEPT) - 1 up is kept.
 _KEPT = np.ones(ord(",") + 2, dtype=bool)
 _KEPT[[ord(","), ord(" "), ord("\n")]] = False
-GRAM = 4
+GRAM = native.GRAM
 MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # A paragraph's short last lines, or a short paragraph, of at least this many units are a
 # passage of their own (a signature, a hotline and a sender's name after a notice's fixed
@@ -51,9 +51,9 @@ FEATURES_FORMAT = 4  # 3: units and the unit count in the header; 4: mail header
 _FEATURES_HEADER = struct.Struct("<4sBBQQIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
-_PRIME = np.uint64(0x9E3779B97F4A7C15)
-_PRIME_2 = np.uint64(0xC2B2AE3D27D4EB4F)
-_ACROSS = np.uint32(0xFFFFFFFF)  # the passage of a gram across a passage boundary
+_PRIME = np.uint64(native.PRIME)
+_PRIME_2 = np.uint64(native.PRIME_2)
+_ACROSS = np.uint32(native.ACROSS)  # the passage of a gram across a passage boundary
 _LITTLE = sys.byteorder == "little"
 
 # Scripts written without spaces between words: one unit per character. Any other run of word

@@ -11,29 +11,21 @@ unsorted buffer that is scanned directly, and are merged into the tables when it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from dedup.engine.plan import Plan, PlanError
+from dedup.engine.plan import Plan
+from dedup.engine.storage import EMPTY_HITS, HOT_FACTOR, HOT_MINIMUM, Hits, check_k
 
 # Additions wait unsorted until there are this many, or a twentieth of the index.
 PENDING_LIMIT = 1 << 16
 FORMAT = "dedup-memindex-1"
 
 
-@dataclass(frozen=True)
-class Hits:
-    """Matches of many queries: parallel arrays, one entry per (query, stored id) pair."""
-
-    query: np.ndarray  # int64 index of the query
-    id: np.ndarray  # int64 stored id
-    distance: np.ndarray  # uint8
-
-
 class MemIndex:
-    """Fingerprints (uint64) with integer ids, searchable within any distance up to k_max."""
+    """Fingerprints (uint64) with integer ids, searchable within any distance up to k_max: a
+    storage.SegmentIndex in memory."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
@@ -121,16 +113,9 @@ class MemIndex:
 
     # --- searching --------------------------------------------------------------------------
 
-    def _check(self, k: int) -> None:
-        if not 0 <= k <= self.plan.k_max:
-            raise PlanError(
-                f"k={k} is outside 0..{self.plan.k_max}, what this index's plan answers "
-                f"({self.plan.version}); build it with a plan for k_max >= {k}"
-            )
-
     def query(self, value: int, k: int) -> list[tuple[int, int]]:
         """Return (id, distance) of every stored fingerprint within distance k, nearest first."""
-        self._check(k)
+        check_k(self.plan, k)
         q = np.uint64(value)
         found: list[tuple[int, int]] = []
         if len(self._reps):
@@ -164,15 +149,14 @@ class MemIndex:
 
     def query_many(self, values: np.ndarray, k: int, chunk: int | None = None) -> Hits:
         """Return every (query, id, distance) within distance k, for many queries at once."""
-        self._check(k)
+        check_k(self.plan, k)
         values = np.asarray(values, dtype=np.uint64).reshape(-1)
         if chunk is None:  # about two million candidates in flight at a time
             per_query = self.plan.cost(max(len(self._reps), 1)).expected_candidates
             chunk = int(min(4096, max(1, 2_000_000 // max(per_query, 1.0))))
         parts = [self._search(values[i : i + chunk], k, i) for i in range(0, len(values), chunk)]
         if not parts:
-            empty = np.empty(0, np.int64)
-            return Hits(empty, empty, np.empty(0, np.uint8))
+            return EMPTY_HITS
         return Hits(*(np.concatenate(p) for p in zip(*parts, strict=True)))
 
     def _search(self, values: np.ndarray, k: int, offset: int) -> tuple[np.ndarray, ...]:
@@ -220,7 +204,9 @@ class MemIndex:
 
     # --- health and persistence -------------------------------------------------------------
 
-    def hot_buckets(self, factor: float = 20.0, minimum: int = 64) -> list[tuple[int, int, int]]:
+    def hot_buckets(
+        self, factor: float = HOT_FACTOR, minimum: int = HOT_MINIMUM
+    ) -> list[tuple[int, int, int]]:
         """Return (table, key, size) of buckets far above the size even spreading gives."""
         n = len(self._reps)
         hot = []

@@ -60,6 +60,20 @@ u32_view(PyObject *obj, Py_buffer *view, int writable, const char *name)
     return values_view(obj, view, 4, writable, name);
 }
 
+/* How many values two sorted distinct uint32 arrays share, by one merge. */
+static Py_ssize_t
+merge_count(const uint32_t *x, Py_ssize_t nx, const uint32_t *y, Py_ssize_t ny)
+{
+    Py_ssize_t i = 0, j = 0, shared = 0;
+    while (i < nx && j < ny) { /* branch-free: comparisons of random hashes are unpredictable */
+        uint32_t a = x[i], b = y[j];
+        shared += a == b;
+        i += a <= b;
+        j += b <= a;
+    }
+    return shared;
+}
+
 /* shared_count(x, y) -> int: how many values two sorted distinct uint32 arrays share. */
 static PyObject *
 shared_count(PyObject *self, PyObject *args)
@@ -74,16 +88,9 @@ shared_count(PyObject *self, PyObject *args)
         PyBuffer_Release(&xb);
         return NULL;
     }
-    const uint32_t *x = xb.buf, *y = yb.buf;
-    Py_ssize_t nx = xb.len / 4, ny = yb.len / 4, i = 0, j = 0, shared = 0;
+    Py_ssize_t shared;
     Py_BEGIN_ALLOW_THREADS
-    /* Branch-free steps: the comparisons of random hashes are unpredictable. */
-    while (i < nx && j < ny) {
-        uint32_t a = x[i], b = y[j];
-        shared += a == b;
-        i += a <= b;
-        j += b <= a;
-    }
+    shared = merge_count(xb.buf, xb.len / 4, yb.buf, yb.len / 4);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&xb);
     PyBuffer_Release(&yb);
@@ -115,14 +122,7 @@ shared_counts(PyObject *self, PyObject *args)
             Py_CLEAR(result);
             break;
         }
-        const uint32_t *y = yb.buf;
-        Py_ssize_t ny = yb.len / 4, i = 0, j = 0, shared = 0;
-        while (i < nx && j < ny) {
-            uint32_t a = x[i], b = y[j];
-            shared += a == b;
-            i += a <= b;
-            j += b <= a;
-        }
+        Py_ssize_t shared = merge_count(x, nx, yb.buf, yb.len / 4);
         PyBuffer_Release(&yb);
         PyObject *value = PyLong_FromSsize_t(shared);
         if (value == NULL)

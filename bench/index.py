@@ -1,6 +1,11 @@
-"""The in-memory segment index and all-pairs, against a brute-force scan and PyPI simhash.
+"""The segment index and all-pairs, against a brute-force scan and PyPI simhash.
 
     ./dev bench index          (or: python -m bench.index [--sizes 1000000 10000000])
+    python -m bench.index --store postgres --sizes 1000000
+
+The index is measured through its interface (dedup.engine.storage.SegmentIndex): the
+in-memory MemIndex by default, or with --store postgres the service's PgSegmentIndex in the
+database DATABASE_URL names (its rows under a version "bench-<plan>", deleted afterwards).
 
 Fingerprints: random 64-bit values plus a realistic share of copies (4% near copies 1-8 bits
 away, 1% exact copies). For each size and plan: build time, index memory, single-query latency
@@ -13,7 +18,10 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +29,7 @@ import numpy as np
 from dedup.engine.memindex import MemIndex
 from dedup.engine.pairs import pairs, plan_for_pairs
 from dedup.engine.plan import Plan, plan_for
+from dedup.engine.storage import SegmentIndex
 
 RESULTS = Path(__file__).parent / "results" / "index.md"
 SIMHASH_INDEX_MAX = 1_000_000  # pure Python: 10M would take about half an hour and ~40 GB
@@ -73,12 +82,108 @@ def brute_force(values: np.ndarray, k: int):
     return search
 
 
+Say = Callable[[str], None]
+LOAD_CHUNK = 100_000  # fingerprints per add() into PostgreSQL
+
+
+@contextmanager
+def memory_index(plan: Plan, ids: np.ndarray, values: np.ndarray) -> Iterator[SegmentIndex]:
+    """Yield a MemIndex holding the fingerprints."""
+    yield MemIndex.build(plan, ids, values)
+
+
+@contextmanager
+def postgres_index(plan: Plan, ids: np.ndarray, values: np.ndarray) -> Iterator[SegmentIndex]:
+    """Yield the service's index holding the fingerprints under a version of its own, vacuumed
+    so that look-ups read the index alone; delete its rows afterwards."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dedup.settings")
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    from dedup.index.segments import PgSegmentIndex
+    from dedup.models import SegmentRow
+
+    version = f"bench-{plan.version}"
+    SegmentRow.objects.filter(version=version).delete()
+    index = PgSegmentIndex(plan, version)
+    try:
+        for start in range(0, len(ids), LOAD_CHUNK):
+            index.add(ids[start : start + LOAD_CHUNK], values[start : start + LOAD_CHUNK])
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM (ANALYZE) dedup_segmentrow")
+        yield index
+    finally:
+        SegmentRow.objects.filter(version=version).delete()
+
+
+STORES = {
+    "memory": ("dedup MemIndex", memory_index),
+    "postgres": ("dedup PgSegmentIndex", postgres_index),
+}
+
+
+def index_row(
+    store: str, n: int, plan: Plan, values: np.ndarray, qs: np.ndarray, brute_p50: float
+) -> str:
+    """Return one table row: build, then single and batch queries through the interface."""
+    name, open_index = STORES[store]
+    gc.collect()
+    start = time.perf_counter()
+    with open_index(plan, np.arange(n), values) as index:
+        build = time.perf_counter() - start
+        l3 = latencies(lambda q: index.query(q, 3), qs)
+        l8 = latencies(lambda q: index.query(q, 8), qs) if plan.k_max >= 8 else None
+        many = np.tile(qs, max(1, 10_000 // len(qs)))[:10_000]
+        start = time.perf_counter()
+        index.query_many(many, 3)
+        batch = len(many) / (time.perf_counter() - start)
+        memory = f"{index.stats()['bytes'] / 2**20:,.0f}" if isinstance(index, MemIndex) else "-"
+    k8_cell = f"{l8[0]:,.1f} / {l8[1]:,.1f}" if l8 else "-"
+    return (
+        f"| {n:,} | {name} | {plan.version} | {plan.table_count} | {build:.1f} "
+        f"| {memory} | {l3[0]:,.1f} / {l3[1]:,.1f} "
+        f"| {k8_cell} | {batch:,.0f} | {brute_p50 / l3[0]:,.0f}x |"
+    )
+
+
+def size_rows(n: int, args: argparse.Namespace, say: Say) -> tuple:
+    """Print the rows of one size; return its all-pairs figures."""
+    values = corpus(n)
+    qs = queries(values, args.queries)
+    brute_qs = qs[: max(50, args.queries // 20)]
+    b3 = latencies(brute_force(values, 3), brute_qs)
+    b8 = latencies(brute_force(values, 8), brute_qs)
+    say(
+        f"| {n:,} | brute-force numpy scan | - | - | - | {values.nbytes / 2**20:,.0f} "
+        f"| {b3[0]:,.0f} / {b3[1]:,.0f} | {b8[0]:,.0f} / {b8[1]:,.0f} "
+        f"| {1e6 / b3[0]:,.0f} | 1x |"
+    )
+    k8 = plan_for(n, 8, memory_bytes=int(args.memory_gib * 2**30)).plan
+    for plan in (Plan.even(4, 3), Plan.even(5, 3), k8):
+        say(index_row(args.store, n, plan, values, qs, b3[0]))
+    if n <= SIMHASH_INDEX_MAX:
+        say(_simhash_row(n, values, qs, b3[0]))
+    else:
+        say(
+            f"| {n:,} | PyPI simhash SimhashIndex | 4 tables | 4 | not run | | | | | "
+            f"pure Python: ~{n / 1e6 * 3:.0f} min to build, too much memory |"
+        )
+    gc.collect()
+    start = time.perf_counter()
+    plan = plan_for_pairs(len(np.unique(values)), 3)
+    found = pairs(values, 3, plan=plan)
+    return n, plan, time.perf_counter() - start, len(found)
+
+
 def main() -> None:
     """Run every size; print the tables and save them."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--memory-gib", type=float, default=6.0, help="budget for k_max=8 plans")
+    parser.add_argument("--store", choices=sorted(STORES), default="memory")
     args = parser.parse_args()
     out: list[str] = []
 
@@ -95,53 +200,7 @@ def main() -> None:
         "| batch k=3 q/s | vs brute force (k=3 p50) |"
     )
     say("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    pair_rows = []
-    for n in args.sizes:
-        values = corpus(n)
-        ids = np.arange(n)
-        qs = queries(values, args.queries)
-        brute_qs = qs[: max(50, args.queries // 20)]
-        b3 = latencies(brute_force(values, 3), brute_qs)
-        b8 = latencies(brute_force(values, 8), brute_qs)
-        say(
-            f"| {n:,} | brute-force numpy scan | - | - | - | {values.nbytes / 2**20:,.0f} "
-            f"| {b3[0]:,.0f} / {b3[1]:,.0f} | {b8[0]:,.0f} / {b8[1]:,.0f} "
-            f"| {1e6 / b3[0]:,.0f} | 1x |"
-        )
-        k8 = plan_for(n, 8, memory_bytes=int(args.memory_gib * 2**30)).plan
-        for plan in (Plan.even(4, 3), Plan.even(5, 3), k8):
-            gc.collect()
-            start = time.perf_counter()
-            index = MemIndex.build(plan, ids, values)
-            build = time.perf_counter() - start
-            l3 = latencies(lambda q, index=index: index.query(q, 3), qs)
-            l8 = (
-                latencies(lambda q, index=index: index.query(q, 8), qs) if plan.k_max >= 8 else None
-            )
-            many = np.tile(qs, max(1, 10_000 // len(qs)))[:10_000]
-            start = time.perf_counter()
-            index.query_many(many, 3)
-            batch = len(many) / (time.perf_counter() - start)
-            k8_cell = f"{l8[0]:,.1f} / {l8[1]:,.1f}" if l8 else "-"
-            say(
-                f"| {n:,} | dedup MemIndex | {plan.version} | {plan.table_count} | {build:.1f} "
-                f"| {index.stats()['bytes'] / 2**20:,.0f} | {l3[0]:,.1f} / {l3[1]:,.1f} "
-                f"| {k8_cell} | {batch:,.0f} | {b3[0] / l3[0]:,.0f}x |"
-            )
-            del index
-        if n <= SIMHASH_INDEX_MAX:
-            say(_simhash_row(n, values, qs, b3[0]))
-        else:
-            say(
-                f"| {n:,} | PyPI simhash SimhashIndex | 4 tables | 4 | not run | | | | | "
-                f"pure Python: ~{n / 1e6 * 3:.0f} min to build, too much memory |"
-            )
-        gc.collect()
-        start = time.perf_counter()
-        plan = plan_for_pairs(len(np.unique(values)), 3)
-        found = pairs(values, 3, plan=plan)
-        pair_rows.append((n, plan, time.perf_counter() - start, len(found)))
-        del values
+    pair_rows = [size_rows(n, args, say) for n in args.sizes]
     say()
     say("All pairs within distance 3 (one core, exact copies included as distance-0 pairs):")
     say()
@@ -149,9 +208,10 @@ def main() -> None:
     say("|---:|---|---:|---:|---:|")
     for n, plan, seconds, count in pair_rows:
         say(f"| {n:,} | {plan.version} | {plan.table_count} | {seconds:.1f} | {count:,} |")
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text("\n".join(out) + "\n", encoding="utf-8")
-    print(f"\nsaved to {RESULTS}")
+    results = RESULTS if args.store == "memory" else RESULTS.with_name(f"index-{args.store}.md")
+    results.parent.mkdir(exist_ok=True)
+    results.write_text("\n".join(out) + "\n", encoding="utf-8")
+    print(f"\nsaved to {results}")
 
 
 def _simhash_row(n: int, values: np.ndarray, qs: np.ndarray, brute_p50: float) -> str:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dedup.engine.graph import components
+
 KIND_CODES = {"exact": 0, "near": 1, "partial": 2}
 KIND_NAMES = {code: name for name, code in KIND_CODES.items()}
 # Decision codes per match: no decision, duplicate, not a duplicate (hidden for good).
@@ -96,25 +98,6 @@ class MatchTable:
             while len(self._clusterings) > 16:
                 self._clusterings.popitem(last=False)
         return found
-
-
-def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return each of n nodes' component label: the least node index in its component."""
-    labels = np.arange(n, dtype=np.int64)
-    if not len(a):
-        return labels
-    while True:
-        low = np.minimum(labels[a], labels[b])
-        before = labels.copy()
-        np.minimum.at(labels, a, low)
-        np.minimum.at(labels, b, low)
-        while True:  # pointer jumping: follow labels to their roots
-            jumped = labels[labels]
-            if np.array_equal(jumped, labels):
-                break
-            labels = jumped
-        if np.array_equal(before, labels):
-            return labels
 
 
 @dataclass

@@ -9,17 +9,45 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
-/* A buffer of C-contiguous values of `size` bytes each (4: uint32, 8: uint64), writable if
- * asked; on a mismatch, a TypeError naming the argument. */
+/* The constants the numpy code (dedup.engine.native) shares; the module exports them, and
+ * dedup.engine.native refuses a build whose values differ from its own. */
+#define GRAM 4 /* code points per gram: gram_hash reads four */
+#define ACROSS 0xFFFFFFFFu
+#define PRIME 0x9E3779B97F4A7C15ull
+#define PRIME_2 0xC2B2AE3D27D4EB4Full
+#define HIGH 0xFFFFFFFF00000000ull
+
+#if PY_LITTLE_ENDIAN
+#define NATIVE_ORDER '<'
+#else
+#define NATIVE_ORDER '>'
+#endif
+
+/* Whether a buffer format (struct module syntax) is one unsigned integer: a byte order that
+ * is the machine's, then one of B H I L Q. */
+static int
+unsigned_format(const char *format)
+{
+    if (format == NULL) /* no format: unsigned bytes */
+        return 1;
+    if (*format == '@' || *format == '=' || *format == NATIVE_ORDER)
+        format++;
+    return format[0] != '\0' && format[1] == '\0' && strchr("BHILQ", format[0]) != NULL;
+}
+
+/* A buffer of C-contiguous unsigned integers of `size` bytes each (4: uint32, 8: uint64),
+ * writable if asked; on a mismatch of type or size, a TypeError naming the argument. */
 static int
 values_view(PyObject *obj, Py_buffer *view, Py_ssize_t size, int writable, const char *name)
 {
-    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0)
         return -1;
-    if (view->itemsize != size || view->len % size) {
-        PyErr_Format(PyExc_TypeError, "%s: needs uint%zd values", name, size * 8);
+    if (view->itemsize != size || view->len % size || !unsigned_format(view->format)) {
+        PyErr_Format(PyExc_TypeError, "%s: needs uint%zd values, not format '%s' of %zd bytes",
+                     name, size * 8, view->format ? view->format : "B", view->itemsize);
         PyBuffer_Release(view);
         return -1;
     }
@@ -30,6 +58,20 @@ static int
 u32_view(PyObject *obj, Py_buffer *view, int writable, const char *name)
 {
     return values_view(obj, view, 4, writable, name);
+}
+
+/* How many values two sorted distinct uint32 arrays share, by one merge. */
+static Py_ssize_t
+merge_count(const uint32_t *x, Py_ssize_t nx, const uint32_t *y, Py_ssize_t ny)
+{
+    Py_ssize_t i = 0, j = 0, shared = 0;
+    while (i < nx && j < ny) { /* branch-free: comparisons of random hashes are unpredictable */
+        uint32_t a = x[i], b = y[j];
+        shared += a == b;
+        i += a <= b;
+        j += b <= a;
+    }
+    return shared;
 }
 
 /* shared_count(x, y) -> int: how many values two sorted distinct uint32 arrays share. */
@@ -46,16 +88,9 @@ shared_count(PyObject *self, PyObject *args)
         PyBuffer_Release(&xb);
         return NULL;
     }
-    const uint32_t *x = xb.buf, *y = yb.buf;
-    Py_ssize_t nx = xb.len / 4, ny = yb.len / 4, i = 0, j = 0, shared = 0;
+    Py_ssize_t shared;
     Py_BEGIN_ALLOW_THREADS
-    /* Branch-free steps: the comparisons of random hashes are unpredictable. */
-    while (i < nx && j < ny) {
-        uint32_t a = x[i], b = y[j];
-        shared += a == b;
-        i += a <= b;
-        j += b <= a;
-    }
+    shared = merge_count(xb.buf, xb.len / 4, yb.buf, yb.len / 4);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&xb);
     PyBuffer_Release(&yb);
@@ -87,14 +122,7 @@ shared_counts(PyObject *self, PyObject *args)
             Py_CLEAR(result);
             break;
         }
-        const uint32_t *y = yb.buf;
-        Py_ssize_t ny = yb.len / 4, i = 0, j = 0, shared = 0;
-        while (i < nx && j < ny) {
-            uint32_t a = x[i], b = y[j];
-            shared += a == b;
-            i += a <= b;
-            j += b <= a;
-        }
+        Py_ssize_t shared = merge_count(x, nx, yb.buf, yb.len / 4);
         PyBuffer_Release(&yb);
         PyObject *value = PyLong_FromSsize_t(shared);
         if (value == NULL)
@@ -186,16 +214,15 @@ done:
 
 /* --- features: the grams of a text and its passages --------------------------------------- */
 
-#define ACROSS 0xFFFFFFFFu
-#define PRIME 0x9E3779B97F4A7C15ull
-#define PRIME_2 0xC2B2AE3D27D4EB4Full
-#define HIGH 0xFFFFFFFF00000000ull
-
 static int
-u64_view(PyObject *obj, Py_buffer *view, const char *name)
+u64_view(PyObject *obj, Py_buffer *view, int writable, const char *name)
 {
-    return values_view(obj, view, 8, 1, name);
+    return values_view(obj, view, 8, writable, name);
 }
+
+#if GRAM != 4
+#error "gram_hash reads four code points: change it with GRAM"
+#endif
 
 /* The hash of the 4-gram at i, as verify._gram_hashes computes it: two code points as one
  * 64-bit value (the first in the low half), the pair at i + 2 times PRIME_2 plus the pair at
@@ -221,10 +248,15 @@ grams(PyObject *self, PyObject *args)
     Py_ssize_t least;
     if (!PyArg_ParseTuple(args, "UnOO:grams", &text, &least, &packed_obj, &keys_obj))
         return NULL;
-    Py_buffer pb, kb;
-    if (u64_view(packed_obj, &pb, "packed") < 0)
+    /* A passage shorter than a gram would have a negative count of grams inside it. */
+    if (least < GRAM) {
+        PyErr_Format(PyExc_ValueError, "least: needs at least %d (a gram), not %zd", GRAM, least);
         return NULL;
-    if (u64_view(keys_obj, &kb, "keys") < 0) {
+    }
+    Py_buffer pb, kb;
+    if (u64_view(packed_obj, &pb, 1, "packed") < 0)
+        return NULL;
+    if (u64_view(keys_obj, &kb, 1, "keys") < 0) {
         PyBuffer_Release(&pb);
         return NULL;
     }
@@ -233,14 +265,9 @@ grams(PyObject *self, PyObject *args)
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t size = PyUnicode_GET_LENGTH(text), kept = 0, passages = 0, line = 0, running = 0;
     uint32_t *codes = PyMem_Malloc((size_t)(size + 1) * sizeof(uint32_t));
-    Py_ssize_t *lengths = PyMem_Malloc((size_t)(size / (least > 0 ? least : 1) + 2)
-                                       * sizeof(Py_ssize_t));
+    Py_ssize_t *lengths = PyMem_Malloc((size_t)(size / least + 2) * sizeof(Py_ssize_t));
     if (codes == NULL || lengths == NULL) {
         PyErr_NoMemory();
-        goto done;
-    }
-    if (least < 1) {
-        PyErr_SetString(PyExc_ValueError, "least: needs at least 1");
         goto done;
     }
     for (Py_ssize_t k = 0; k <= size; k++) {
@@ -265,7 +292,7 @@ grams(PyObject *self, PyObject *args)
         else
             lengths[passages++] = running;
     }
-    Py_ssize_t n = kept - 3;
+    Py_ssize_t n = kept - (GRAM - 1);
     if (n <= 0) {
         result = Py_BuildValue("(nnn)", kept, (Py_ssize_t)0, passages);
         goto done;
@@ -277,7 +304,7 @@ grams(PyObject *self, PyObject *args)
     uint64_t *packed = pb.buf, *keys = kb.buf;
     Py_ssize_t at = 0;
     for (Py_ssize_t p = 0; p < passages; p++) {
-        Py_ssize_t inside = lengths[p] - 3, end = p + 1 < passages ? at + lengths[p] : n;
+        Py_ssize_t inside = lengths[p] - (GRAM - 1), end = p + 1 < passages ? at + lengths[p] : n;
         uint64_t key = UINT64_MAX;
         for (Py_ssize_t i = at; i < at + inside; i++) {
             uint64_t h = gram_hash(codes, i);
@@ -309,13 +336,8 @@ firsts(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOO:firsts", &packed_obj, &shingles_obj, &of_obj))
         return NULL;
     Py_buffer pb, sb, ob;
-    if (PyObject_GetBuffer(packed_obj, &pb, PyBUF_C_CONTIGUOUS) < 0)
+    if (u64_view(packed_obj, &pb, 0, "packed") < 0)
         return NULL;
-    if (pb.itemsize != 8) {
-        PyErr_SetString(PyExc_TypeError, "packed: needs uint64 values");
-        PyBuffer_Release(&pb);
-        return NULL;
-    }
     if (u32_view(shingles_obj, &sb, 1, "shingles") < 0) {
         PyBuffer_Release(&pb);
         return NULL;
@@ -367,8 +389,28 @@ static struct PyModuleDef module = {
     methods,
 };
 
+static int
+add_unsigned(PyObject *m, const char *name, unsigned long long value)
+{
+    PyObject *object = PyLong_FromUnsignedLongLong(value);
+    if (object == NULL)
+        return -1;
+    int result = PyModule_AddObjectRef(m, name, object);
+    Py_DECREF(object);
+    return result;
+}
+
 PyMODINIT_FUNC
 PyInit__native(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "GRAM", GRAM) < 0
+        || add_unsigned(m, "ACROSS", ACROSS) < 0 || add_unsigned(m, "PRIME", PRIME) < 0
+        || add_unsigned(m, "PRIME_2", PRIME_2) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -29,15 +29,15 @@ import sys
 from dataclasses import dataclass
 from functools import cached_property
 
-import mmh3
 import numpy as np
 
-from dedup.engine import merge
+from dedup.engine import merge, native
+from dedup.engine.units import as_units, kept_characters, units_of  # noqa: F401 (callers')
 
 # Code point -> kept (not a separator); every code point from len(_KEPT) - 1 up is kept.
 _KEPT = np.ones(ord(",") + 2, dtype=bool)
 _KEPT[[ord(","), ord(" "), ord("\n")]] = False
-GRAM = 4
+GRAM = native.GRAM
 MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # A paragraph's short last lines, or a short paragraph, of at least this many units are a
 # passage of their own (a signature, a hotline and a sender's name after a notice's fixed
@@ -51,53 +51,10 @@ FEATURES_FORMAT = 4  # 3: units and the unit count in the header; 4: mail header
 _FEATURES_HEADER = struct.Struct("<4sBBQQIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
-_PRIME = np.uint64(0x9E3779B97F4A7C15)
-_PRIME_2 = np.uint64(0xC2B2AE3D27D4EB4F)
-_ACROSS = np.uint32(0xFFFFFFFF)  # the passage of a gram across a passage boundary
+_PRIME = np.uint64(native.PRIME)
+_PRIME_2 = np.uint64(native.PRIME_2)
+_ACROSS = np.uint32(native.ACROSS)  # the passage of a gram across a passage boundary
 _LITTLE = sys.byteorder == "little"
-
-# Scripts written without spaces between words: one unit per character. Any other run of word
-# characters (letters, digits, "_") is a word of a spaced script: one unit.
-_UNSPACED = (
-    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
-    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003ffff"
-)
-_WORD = re.compile(rf"([^\W{_UNSPACED}]+)")
-_WORD_UNITS = 0x10FFFE - 0xF0000  # code points of planes 15 and 16, noncharacters aside
-_word_unit_cache: dict[str, str] = {}
-_WORD_UNITS_CACHED = 1 << 20
-
-
-def _word_unit(word: str) -> str:
-    """Return the one code point that stands for a word (the same in every process)."""
-    unit = _word_unit_cache.get(word)
-    if unit is None:
-        unit = chr(0xF0000 + mmh3.hash(word, signed=False) % _WORD_UNITS)
-        if len(_word_unit_cache) >= _WORD_UNITS_CACHED:
-            _word_unit_cache.clear()
-        _word_unit_cache[word] = unit
-    return unit
-
-
-def units_of(normal: str) -> list[str]:
-    """Return normalised text cut into runs: at even places text of unspaced scripts and
-    separators (one unit per character), at odd places words (one unit each)."""
-    return _WORD.split(normal)
-
-
-def as_units(normal: str) -> str:
-    """Return normalised text with every word of a spaced script written as one code point."""
-    parts = _WORD.split(normal)
-    if len(parts) > 1:
-        get = _word_unit_cache.get
-        parts[1::2] = [get(w) or _word_unit(w) for w in parts[1::2]]
-    return "".join(parts)
-
-
-def kept_characters(normal: str) -> int:
-    """Return how many characters of normalised text are not separators."""
-    return len(normal) - normal.count(",") - normal.count(" ") - normal.count("\n")
 
 
 @dataclass(frozen=True)

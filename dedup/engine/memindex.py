@@ -11,33 +11,24 @@ unsorted buffer that is scanned directly, and are merged into the tables when it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from dedup.engine.plan import Plan, PlanError
+from dedup.engine.plan import Plan
+from dedup.engine.storage import EMPTY_HITS, HOT_FACTOR, HOT_MINIMUM, Hits, check_k
 
 # Additions wait unsorted until there are this many, or a twentieth of the index.
 PENDING_LIMIT = 1 << 16
 FORMAT = "dedup-memindex-1"
 
 
-@dataclass(frozen=True)
-class Hits:
-    """Matches of many queries: parallel arrays, one entry per (query, stored id) pair."""
-
-    query: np.ndarray  # int64 index of the query
-    id: np.ndarray  # int64 stored id
-    distance: np.ndarray  # uint8
-
-
 class MemIndex:
-    """Fingerprints (uint64) with integer ids, searchable within any distance up to k_max."""
+    """Fingerprints (uint64) with integer ids, searchable within any distance up to k_max: a
+    storage.SegmentIndex in memory."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self._src, self._mask, self._dst = _key_parts(plan)
         self._key_bits = np.array(plan.key_bits, dtype=np.uint64)
         self._reset(np.empty(0, np.uint64), np.empty(0, np.int64))
 
@@ -72,7 +63,7 @@ class MemIndex:
         self._values = np.empty(n * tables, dtype=np.uint64)
         self._rep_of = np.empty(n * tables, dtype=np.int32 if n < 2**31 else np.int64)
         for t in range(tables):
-            keys = self._keys_of(reps, t)
+            keys = self.plan.keys(reps, t)
             order = np.argsort(keys, kind="stable")
             prefix = keys[order] >> (self._key_bits[t] - self._dir_bits[t])
             base = t * n
@@ -81,14 +72,6 @@ class MemIndex:
             slots = np.arange(sizes[t], dtype=np.uint64)
             start = self._dir_base[t]
             self._directory[start : start + sizes[t]] = base + np.searchsorted(prefix, slots)
-
-    def _keys_of(self, values: np.ndarray, table: int) -> np.ndarray:
-        key = np.zeros(len(values), dtype=np.uint64)
-        for src, mask, dst in zip(
-            self._src[table], self._mask[table], self._dst[table], strict=True
-        ):
-            key |= ((values >> src) & mask) << dst
-        return key
 
     def add(self, ids: np.ndarray, values: np.ndarray) -> None:
         """Add fingerprints with their ids (an id already present is added again)."""
@@ -130,20 +113,13 @@ class MemIndex:
 
     # --- searching --------------------------------------------------------------------------
 
-    def _check(self, k: int) -> None:
-        if not 0 <= k <= self.plan.k_max:
-            raise PlanError(
-                f"k={k} is outside 0..{self.plan.k_max}, what this index's plan answers "
-                f"({self.plan.version}); build it with a plan for k_max >= {k}"
-            )
-
     def query(self, value: int, k: int) -> list[tuple[int, int]]:
         """Return (id, distance) of every stored fingerprint within distance k, nearest first."""
-        self._check(k)
+        check_k(self.plan, k)
         q = np.uint64(value)
         found: list[tuple[int, int]] = []
         if len(self._reps):
-            keys = np.bitwise_or.reduce(((q >> self._src) & self._mask) << self._dst, axis=1)
+            keys = self.plan.keys(np.array([q], dtype=np.uint64))[:, 0]
             slot = self._dir_base + (keys >> self._dir_shift).astype(np.int64)
             lo, hi = self._directory[slot], self._directory[slot + 1]
             lengths = hi - lo
@@ -173,24 +149,22 @@ class MemIndex:
 
     def query_many(self, values: np.ndarray, k: int, chunk: int | None = None) -> Hits:
         """Return every (query, id, distance) within distance k, for many queries at once."""
-        self._check(k)
+        check_k(self.plan, k)
         values = np.asarray(values, dtype=np.uint64).reshape(-1)
         if chunk is None:  # about two million candidates in flight at a time
             per_query = self.plan.cost(max(len(self._reps), 1)).expected_candidates
             chunk = int(min(4096, max(1, 2_000_000 // max(per_query, 1.0))))
         parts = [self._search(values[i : i + chunk], k, i) for i in range(0, len(values), chunk)]
         if not parts:
-            empty = np.empty(0, np.int64)
-            return Hits(empty, empty, np.empty(0, np.uint8))
+            return EMPTY_HITS
         return Hits(*(np.concatenate(p) for p in zip(*parts, strict=True)))
 
     def _search(self, values: np.ndarray, k: int, offset: int) -> tuple[np.ndarray, ...]:
         n = len(self._reps)
         queries, reps, dist = _EMPTY_I64, _EMPTY_I64, _EMPTY_U8
         if n:
-            # keys[t, j, q] -> sum over j: the key of every query in every table at once
-            parts = (values[None, None, :] >> self._src[:, :, None]) & self._mask[:, :, None]
-            keys = np.bitwise_or.reduce(parts << self._dst[:, :, None], axis=1)
+            # the key of every query in every table at once: (tables, queries)
+            keys = self.plan.keys(values)
             prefix = keys >> self._dir_shift[:, None]
             slot = (self._dir_base[:, None] + prefix.astype(np.int64)).ravel()
             lo, hi = self._directory[slot], self._directory[slot + 1]
@@ -230,12 +204,14 @@ class MemIndex:
 
     # --- health and persistence -------------------------------------------------------------
 
-    def hot_buckets(self, factor: float = 20.0, minimum: int = 64) -> list[tuple[int, int, int]]:
+    def hot_buckets(
+        self, factor: float = HOT_FACTOR, minimum: int = HOT_MINIMUM
+    ) -> list[tuple[int, int, int]]:
         """Return (table, key, size) of buckets far above the size even spreading gives."""
         n = len(self._reps)
         hot = []
         for t, bits in enumerate(self.plan.key_bits):
-            keys = self._keys_of(self._values[t * n : (t + 1) * n], t)
+            keys = self.plan.keys(self._values[t * n : (t + 1) * n], t)
             if not n:
                 continue
             edges = np.flatnonzero(np.diff(keys)) + 1
@@ -303,21 +279,3 @@ class MemIndex:
 
 _EMPTY_I64 = np.empty(0, np.int64)
 _EMPTY_U8 = np.empty(0, np.uint8)
-
-
-def _key_parts(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return per table and key block: source shift, mask and destination shift (uint64)."""
-    src, mask, dst = [], [], []
-    for table in plan.tables:
-        remaining = sum(plan.widths[b] for b in table)
-        row_src, row_mask, row_dst = [], [], []
-        for block in table:
-            width = plan.widths[block]
-            remaining -= width
-            row_src.append(plan.starts[block])
-            row_mask.append((1 << width) - 1)
-            row_dst.append(remaining)
-        src.append(row_src)
-        mask.append(row_mask)
-        dst.append(row_dst)
-    return tuple(np.array(a, dtype=np.uint64) for a in (src, mask, dst))

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-try:
-    from dedup.engine import _native
-except ImportError:  # no C compiler at install time: numpy does the same work
-    _native = None
+from dedup.engine import native
+
+# None without a C compiler at install time, or with DEDUP_NO_NATIVE set: numpy does the work.
+_native = native.load()
 
 if TYPE_CHECKING:
     from dedup.engine.features import Features

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup.engine.graph import components
 from dedup.engine.plan import MAX_TABLES, Plan, PlanError
 
 Progress = Callable[[int], None]  # called with how many tables are done, after each
@@ -90,7 +91,7 @@ def _representative_pairs(
     n = len(reps)
     found_a, found_b, found_d = [], [], []
     for t in range(plan.table_count):
-        keys = _keys(plan, reps, t)
+        keys = plan.keys(reps, t)
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
         new_group = np.ones(n, dtype=bool)
@@ -125,15 +126,6 @@ def _representative_pairs(
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     _, first = np.unique(lo * n + hi, return_index=True)
     return lo[first], hi[first], d[first]
-
-
-def _keys(plan: Plan, values: np.ndarray, table: int) -> np.ndarray:
-    key = np.zeros(len(values), dtype=np.uint64)
-    for block in plan.tables[table]:
-        width = plan.widths[block]
-        part = (values >> np.uint64(plan.starts[block])) & np.uint64((1 << width) - 1)
-        key = (key << np.uint64(width)) | part
-    return key
 
 
 def _products(start_a, count_a, start_b, count_b) -> tuple[np.ndarray, ...]:
@@ -192,7 +184,7 @@ def clusters(values: np.ndarray, found: Pairs, order: np.ndarray | None = None) 
     values = np.asarray(values, dtype=np.uint64).reshape(-1)
     n = len(values)
     rank = np.arange(n) if order is None else np.asarray(order)
-    label = _components(n, found.a, found.b)
+    label = components(n, found.a, found.b)
     # Earliest neighbour of every position (by rank), from both ends of every pair.
     ends = np.concatenate([found.a, found.b])
     others = np.concatenate([found.b, found.a])
@@ -229,21 +221,3 @@ def clusters(values: np.ndarray, found: Pairs, order: np.ndarray | None = None) 
         )
     result.sort(key=lambda c: rank[c.original])
     return result
-
-
-def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return a component label per position (the smallest position in it): union by min."""
-    label = np.arange(n)
-    while True:
-        low = np.minimum(label[a], label[b])
-        before = label.copy()
-        np.minimum.at(label, a, low)
-        np.minimum.at(label, b, low)
-        label = label[label]  # pointer jumping
-        while True:
-            jumped = label[label]
-            if np.array_equal(jumped, label):
-                break
-            label = jumped
-        if np.array_equal(label, before):
-            return label

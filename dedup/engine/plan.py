@@ -111,26 +111,39 @@ class Plan:
         """Return a stable name: it changes whenever the tables would."""
         return f"p1-k{self.k_max}-" + ".".join(map(str, self.widths))
 
-    def keys(self, values: np.ndarray) -> np.ndarray:
-        """Return the key of every fingerprint in every table: uint64 array (tables, n)."""
-        values = np.asarray(values, dtype=np.uint64).reshape(-1)
-        out = np.zeros((self.table_count, len(values)), dtype=np.uint64)
-        for t, table in enumerate(self.tables):
-            key = out[t]
+    @cached_property
+    def key_shifts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return, per table and key block, the block's source shift, its mask and where it
+        lands in the key (uint64 arrays of shape (tables, b - k_max)): the key function."""
+        src, mask, dst = [], [], []
+        for table in self.tables:
+            remaining = sum(self.widths[b] for b in table)
+            row_src, row_mask, row_dst = [], [], []
             for block in table:
-                width = np.uint64(self.widths[block])
-                part = (values >> np.uint64(self.starts[block])) & np.uint64((1 << int(width)) - 1)
-                key <<= width
-                key |= part
-        return out
+                remaining -= self.widths[block]
+                row_src.append(self.starts[block])
+                row_mask.append((1 << self.widths[block]) - 1)
+                row_dst.append(remaining)
+            src.append(row_src)
+            mask.append(row_mask)
+            dst.append(row_dst)
+        return tuple(np.array(a, dtype=np.uint64) for a in (src, mask, dst))
+
+    def keys(self, values: np.ndarray, table: int | None = None) -> np.ndarray:
+        """Return the key of every fingerprint in every table, uint64 (tables, n), or in one
+        table, uint64 (n,): a table's key blocks, concatenated from the highest bits down."""
+        values = np.asarray(values, dtype=np.uint64).reshape(-1)
+        src, mask, dst = self.key_shifts
+        tables = range(self.table_count) if table is None else (table,)
+        out = np.zeros((len(tables), len(values)), dtype=np.uint64)
+        for row, t in enumerate(tables):
+            for shift, bits, place in zip(src[t], mask[t], dst[t], strict=True):
+                out[row] |= ((values >> shift) & bits) << place
+        return out if table is None else out[0]
 
     def key(self, value: int, table: int) -> int:
-        """Return one fingerprint's key in one table (pure Python, for SQL parameters)."""
-        key = 0
-        for block in self.tables[table]:
-            width = self.widths[block]
-            key = (key << width) | ((value >> self.starts[block]) & ((1 << width) - 1))
-        return key
+        """Return one fingerprint's key in one table, as a Python int."""
+        return int(self.keys(np.array([value], dtype=np.uint64), table)[0])
 
     def cost(self, n: int) -> PlanCost:
         """Return what the plan costs for n evenly spread fingerprints."""

@@ -23,11 +23,21 @@ popular story, the story's passages are held by fifty and are its text.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from dedup.engine.boilerplate import (  # noqa: F401 (callers import them from here too)
+    BOILERPLATE_LEVEL,
+    BOILERPLATE_OWNERS,
+    BOILERPLATE_RATIO,
+    Boilerplate,
+    PassageOwners,
+    boilerplate_passages,
+    held_mask,
+    passage_owners_of,
+)
 from dedup.engine.config import Config
 from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
     _KEPT,
@@ -61,66 +71,12 @@ MAX_PASSAGE_OWNERS = 20
 # out) is near at a lower Jaccard (`near_short`): one changed sentence of a 100-character text
 # changes a third of its shingles. Measured on the detection corpus (README).
 SHORT = 140
-# A passage is boilerplate in an article when at least BOILERPLATE_OWNERS articles hold its
-# key and at least BOILERPLATE_RATIO times as many as hold the article's own text: its
-# passages at the BOILERPLATE_LEVEL quantile of owners, by shingles (boilerplate_passages).
-BOILERPLATE_OWNERS = 5
-BOILERPLATE_RATIO = 3
-BOILERPLATE_LEVEL = 0.25
 # A near verdict under NEAR_CLEAR similarity also needs NEAR_PASSAGES of the smaller article's
 # passages (boilerplate aside) mostly in the other: an edited copy keeps most of its
 # sentences, while two reports of one template share its words in every passage and few
 # passages whole.
 NEAR_CLEAR = 0.6
 NEAR_PASSAGES = 0.5
-
-# How many articles hold each of some passage keys (uint64 -> int64 counts, at least 1 for a
-# key the article itself holds); None where nothing is known, and nothing is boilerplate.
-PassageOwners = Callable[[np.ndarray], np.ndarray]
-
-
-def passage_owners_of(features: Sequence[Features]) -> PassageOwners:
-    """Return a PassageOwners of a collection: each key's holders among these articles."""
-    keys = [np.unique(f.passage_keys) for f in features]
-    values, counts = np.unique(np.concatenate(keys or [np.empty(0, np.uint64)]), return_counts=True)
-
-    def owners(wanted: np.ndarray) -> np.ndarray:
-        at = np.minimum(np.searchsorted(values, wanted), max(len(values) - 1, 0))
-        found = values[at] == wanted if len(values) else np.zeros(len(wanted), bool)
-        return np.where(found, counts[at] if len(values) else 0, 1).astype(np.int64)
-
-    return owners
-
-
-def boilerplate_passages(features: Features, owners: np.ndarray) -> np.ndarray:
-    """Return the mask of an article's passages that are boilerplate in it, from how many
-    articles hold each of its passage keys (`owners`, in passage order).
-
-    The article's own text is held by as many articles as hold its passages at the
-    BOILERPLATE_LEVEL quantile (by shingles): one of fifty copies of a story, with a
-    sentence of its own, still has the story for its text."""
-    if not len(owners):
-        return np.zeros(0, bool)
-    own = _weighted_quantile(owners, features.passage_sizes, BOILERPLATE_LEVEL)
-    return owners >= max(BOILERPLATE_OWNERS, BOILERPLATE_RATIO * own)
-
-
-def _held(keys: np.ndarray, held: list[int]) -> np.ndarray:
-    """Return the mask of `keys` that are among `held` (a few keys: one comparison each,
-    where np.isin would sort)."""
-    mask = keys == np.uint64(held[0])
-    for key in held[1:]:
-        mask |= keys == np.uint64(key)
-    return mask
-
-
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> int:
-    if q <= 0 or len(values) == 1:
-        return int(values.min())
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(np.maximum(np.asarray(weights)[order], 1))
-    at = int(np.searchsorted(cumulative, q * cumulative[-1]))
-    return int(values[order][min(at, len(values) - 1)])
 
 
 @dataclass(frozen=True)
@@ -303,27 +259,34 @@ class Detector:
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
             if kind == "partial" or similarity < NEAR_CLEAR:
-                passages = partial_passages(fa, fb)
-                if common is not None:  # boilerplate is no evidence
-                    in_a = _held(fa.passage_keys, common[2])
-                    in_b = _held(fb.passage_keys, common[2])
-                    passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
-                else:
-                    in_a = in_b = None
-                if kind == "near" and not self._passages_agree(fa, fb, passages, in_a, in_b):
-                    continue  # a template's words, its facts changed in every passage
-                if kind == "near":
-                    passages = []
-                else:
-                    # A partial copy is text copied whole: only the smaller article's
-                    # passages mostly in the other count, not words scattered over them.
-                    chars = self._passage_chars(fa, fb, passages)
-                    if chars < self.min_chars:
-                        continue
+                evidence = self._passage_evidence(fa, fb, kind, common)
+                if evidence is None:
+                    continue
+                if kind == "partial":
+                    passages, chars = evidence
             found.append(
                 Duplicate(a, b, kind, distance, round(similarity, 4), passages, shared_chars=chars)
             )
         return found
+
+    def _passage_evidence(
+        self, fa: Features, fb: Features, kind: str, common: tuple | None
+    ) -> tuple[list[tuple[int, int]], int] | None:
+        """Return a partial copy's shared passages (boilerplate both hold aside) and their
+        characters; ([], 0) for a near copy whose passages agree; None when the pair fails
+        on its passages."""
+        passages = partial_passages(fa, fb)
+        in_a = in_b = None
+        if common is not None:  # boilerplate is no evidence
+            in_a = held_mask(fa.passage_keys, common[2])
+            in_b = held_mask(fb.passage_keys, common[2])
+            passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
+        if kind == "near":  # a template's words, its facts changed in every passage, fail
+            return ([], 0) if self._passages_agree(fa, fb, passages, in_a, in_b) else None
+        # A partial copy is text copied whole: only the smaller article's passages mostly
+        # in the other count, not words scattered over them.
+        chars = self._passage_chars(fa, fb, passages)
+        return (passages, chars) if chars >= self.min_chars else None
 
     @staticmethod
     def _passage_chars(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> int:
@@ -409,63 +372,3 @@ class Detector:
             others = [(b, features[b]) for b in pairs_[start:end, 1].tolist()]
             found += self.judge_many(a, features[a], others, owners)
         return found
-
-
-class Boilerplate:
-    """Which passages are boilerplate in each article, from how many articles hold their keys
-    (a PassageOwners); worked out once per article (kept while this object lives)."""
-
-    def __init__(self, owners: PassageOwners) -> None:
-        self.owners = owners
-        self._memo: dict[int, tuple[Features, dict[int, np.ndarray]]] = {}
-        self._unions: dict[tuple, tuple[Features, np.ndarray]] = {}
-
-    def shingles(self, features: Features) -> dict[int, np.ndarray]:
-        """Return, for each passage key that is boilerplate in an article, the shingles of
-        the article first seen in its passages with that key (sorted)."""
-        found = self._memo.get(id(features))
-        if found is not None and found[0] is features:
-            return found[1]
-        by_key: dict[int, np.ndarray] = {}
-        if len(features.passage_keys):
-            mask = boilerplate_passages(features, self.owners(features.passage_keys))
-            if mask.any():
-                # The boilerplate shingles grouped by their passage's key, in shingle order.
-                inside = mask[features.passage_of]
-                keys = features.passage_keys[features.passage_of[inside]]
-                values = features.shingles[inside]
-                order = np.argsort(keys, kind="stable")
-                keys, values = keys[order], values[order]
-                starts = np.flatnonzero(np.diff(keys, prepend=~keys[:1])).tolist()
-                for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
-                    by_key[int(keys[start])] = values[start:end]
-        self._memo[id(features)] = (features, by_key)
-        return by_key
-
-    def keys(self, features: Features) -> frozenset[int]:
-        """Return the keys of an article's passages that are boilerplate in it."""
-        return frozenset(self.shingles(features))
-
-    def common(self, fa: Features, fb: Features) -> tuple[np.ndarray, np.ndarray, list[int]]:
-        """Return the shingles of a's and of b's passages that are boilerplate in both, and
-        the keys of those passages; or None when there are none."""
-        mine = self.shingles(fa)
-        if not mine:
-            return None
-        theirs = self.shingles(fb)
-        keys = [key for key in mine if key in theirs]
-        if not keys:
-            return None
-        return self._union(fa, mine, keys), self._union(fb, theirs, keys), keys
-
-    def _union(self, features: Features, by_key: dict[int, np.ndarray], keys: list[int]):
-        if len(keys) == 1:
-            return by_key[keys[0]]
-        # An article meets the same few sets of boilerplate (its site's) again and again.
-        which = (id(features), tuple(sorted(keys)))
-        union = self._unions.get(which)
-        if union is None or union[0] is not features:
-            # Each shingle has one (first) passage: the parts are disjoint, a sort merges them.
-            union = (features, np.sort(np.concatenate([by_key[k] for k in keys])))
-            self._unions[which] = union
-        return union[1]

@@ -6,12 +6,13 @@ that table's key, `Plan.keys`, as in MemIndex) and one PassageKey per passage.
 Every write ignores rows that exist already, so a retried task adds nothing twice.
 
 Candidates are read back in one query for the fingerprint's bucket in every table (the
-Hamming distance is checked in SQL), and
-one for the passage keys, leaving out keys more than MAX_PASSAGE_OWNERS articles hold. They
-are verified on their stored features: an old article is never tokenised again.
+Hamming distance checked in SQL, segments.PgSegmentIndex), and one for the passage keys,
+leaving out keys more than MAX_PASSAGE_OWNERS articles hold. They are verified on their
+stored features: an old article is never tokenised again.
 
 The index lives in modules by responsibility: `current` (the settings in use, the Detector,
-the retention window), `store` (writing and VACUUM), `candidates` (look-ups), `duplicates`
+the retention window), `segments` (the segment rows as an engine SegmentIndex,
+PgSegmentIndex), `store` (writing and VACUUM), `candidates` (look-ups), `duplicates`
 (verifying on stored features) and `caches` (per-process caches, emptied by caches_clear).
 Callers import from here; a test that patches a knob (VACUUM_EVERY_ROWS, FEATURES_CACHED)
 patches it in the module that reads it.
@@ -27,10 +28,12 @@ from dedup.index.duplicates import (
     match_rows,
     sketches_load,
 )
+from dedup.index.segments import PgSegmentIndex
 from dedup.index.store import Indexed, index_store, index_vacuum_if_due
 
 __all__ = [
     "Indexed",
+    "PgSegmentIndex",
     "caches_clear",
     "candidates_find",
     "candidates_find_many",

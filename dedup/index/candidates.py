@@ -13,6 +13,7 @@ from dedup.db import int_array, pg_cursor
 from dedup.engine.plan import Plan
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, Features
 from dedup.index.caches import _features_lock, _hot_keys
+from dedup.index.segments import PgSegmentIndex
 from dedup.models import Article
 
 
@@ -119,30 +120,8 @@ def _near_fingerprints(
     values: list[tuple[int, int]], version: str, plan: Plan, k: int
 ) -> list[tuple[int, int]]:
     """Return (query number, article) for every stored fingerprint within distance k of the
-    queries' (number, fingerprint): one statement, each table's bucket read under its key."""
+    queries' (number, fingerprint), through the segment index."""
     numbers = [number for number, _ in values]
-    unsigned = np.array([value for _, value in values], dtype=np.uint64)
-    keys = plan.keys(unsigned).view(np.int64)  # (tables, queries)
-    tables = plan.table_count
-    # The distance is checked in the database: only the matches come back.
-    with pg_cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT q.i, s.article_id
-            FROM unnest(%s::int[], %s::smallint[], %s::bigint[], %s::bigint[])
-                AS q(i, table_no, key, fp)
-            JOIN dedup_segmentrow s ON s.version = %s AND s.table_no = q.table_no
-                AND s.key = q.key
-            WHERE bit_count((s.fingerprint # q.fp)::bit(64)) <= %s
-            """,
-            [
-                int_array(numbers * tables),
-                int_array(t for t in range(tables) for _ in numbers),
-                int_array(keys.reshape(-1).tolist()),
-                int_array(unsigned.view(np.int64).tolist() * tables),
-                version,
-                k,
-            ],
-            binary=True,
-        )
-        return list(set(cursor.fetchall()))
+    hits = PgSegmentIndex(plan, version).query_many([value for _, value in values], k)
+    found = zip(hits.query.tolist(), hits.id.tolist(), strict=True)
+    return sorted({(numbers[q], a) for q, a in found})

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
 
 import numpy as np
 from django.db import connection
@@ -17,6 +16,7 @@ from dedup.engine.fingerprint import Fingerprint as EngineFingerprint
 from dedup.engine.hamming import to_signed
 from dedup.engine.plan import Plan
 from dedup.engine.verify import Features
+from dedup.index.segments import segment_rows, segments_insert
 
 # Rows per INSERT statement, and candidates whose features are loaded at once.
 BATCH = 2000
@@ -57,14 +57,11 @@ def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> int:
     new = _fingerprints_insert(fingerprints, version)
     items = [item for item in items if item.article_id in new]
     with_value = [item for item in items if item.features.fingerprint is not None]
-    segments: list[tuple[int, int, int, int]] = []  # (table_no, key, fingerprint, article)
-    if with_value:
-        values = np.array([item.features.fingerprint for item in with_value], dtype=np.uint64)
-        keys = plan.keys(values).view(np.int64).tolist()  # signed, the same bits
-        signed = values.view(np.int64).tolist()
-        ids = [item.article_id for item in with_value]
-        for table in range(plan.table_count):
-            segments += zip(repeat(table), keys[table], signed, ids, strict=False)
+    segments = segment_rows(  # (table_no, key, fingerprint, article)
+        plan,
+        np.array([item.article_id for item in with_value], dtype=np.int64),
+        np.array([item.features.fingerprint for item in with_value], dtype=np.uint64),
+    )
     passages = [
         (key, number, item.article_id)
         for item in items
@@ -95,17 +92,8 @@ def _fingerprints_insert(fingerprints: list[tuple], version: str) -> set[int]:
 
 def _index_rows_insert(segments: list[tuple], passages: list[tuple], version: str) -> None:
     """Write segment rows and passage keys, one statement each, every column as one array."""
+    segments_insert(segments, version)
     with pg_cursor() as cursor:
-        if segments:
-            cursor.execute(
-                """
-                INSERT INTO dedup_segmentrow (version, table_no, key, fingerprint, article_id)
-                SELECT %s, t, k, f, a
-                FROM unnest(%s::smallint[], %s::bigint[], %s::bigint[], %s::bigint[])
-                    AS u(t, k, f, a)
-                """,
-                [version, *columns(segments)],
-            )
         if passages:
             cursor.execute(
                 """

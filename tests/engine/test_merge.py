@@ -1,7 +1,14 @@
-"""Verification's merges: the compiled module and numpy give the same answers."""
+"""Verification's merges: the compiled module and numpy give the same answers.
+
+The compiled module is loaded here whatever DEDUP_NO_NATIVE says, so the comparisons run in
+both of CI's runs; the engine itself (merge._native) is switched per block.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -11,21 +18,33 @@ from hypothesis import strategies as st
 
 import dedup.engine.features as engine_features
 import dedup.engine.merge as merge
+from dedup.engine import native
 from dedup.engine.verify import Detector, Features
 from tests.engine.by_sets import passages_by_sets
 from tests.texts import ARTICLE, FILLER, OTHER
 
-COMPILED = merge._native
+COMPILED = native.compiled()
 
 
 @contextmanager
-def numpy_only():
-    """Run the block with the numpy merges, as on a machine without a C compiler."""
-    merge._native = None
+def engine_uses(module):
+    """Run the block with the engine on this compiled module, or on numpy alone (None)."""
+    before = merge._native
+    merge._native = module
     try:
         yield
     finally:
-        merge._native = COMPILED
+        merge._native = before
+
+
+def numpy_only():
+    """Run the block with the numpy merges, as on a machine without a C compiler."""
+    return engine_uses(None)
+
+
+def compiled_only():
+    """Run the block with the compiled merges."""
+    return engine_uses(COMPILED)
 
 
 def test_the_compiled_merges_are_built():
@@ -42,7 +61,8 @@ SORTED = st.lists(st.integers(0, 2**32 - 1), max_size=300, unique=True).map(
 @given(SORTED, SORTED)
 def test_shared_count_is_the_size_of_the_intersection(x, y):
     expected = len(set(x.tolist()) & set(y.tolist()))
-    assert merge.shared_count(x, y) == expected
+    with compiled_only():
+        assert merge.shared_count(x, y) == expected
     with numpy_only():
         assert merge.shared_count(x, y) == expected
 
@@ -80,15 +100,15 @@ def test_shared_shingles_and_passages_agree_compiled_numpy_and_by_sets(pair):
     in_a, in_b = merge.shared_shingles(fa, fb)
     assert in_a.tolist() == [of_a[s] for s in shared]
     assert in_b.tolist() == [of_b[s] for s in shared]
-    compiled = merge.partial_passages(fa, fb)
+    with compiled_only():
+        compiled = merge.partial_passages(fa, fb)
+        counts = merge.shared_counts(fa.shingles, [fb.shingles, fa.shingles])
     assert compiled == merge.shared_passages(fa, fb, in_a, in_b)  # numpy, dense
     with numpy_only():
         assert merge.partial_passages(fa, fb) == compiled
+        assert merge.shared_counts(fa.shingles, [fb.shingles, fa.shingles]) == counts
     assert compiled == passages_by_sets(fa, fb, of_a, of_b, shared)
-    assert merge.shared_counts(fa.shingles, [fb.shingles, fa.shingles]) == [
-        len(shared),
-        len(fa.shingles),
-    ]
+    assert counts == [len(shared), len(fa.shingles)]
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +124,10 @@ def test_a_page_holding_an_article_is_judged_alike_compiled_and_by_numpy(detecto
         ARTICLE.replace("。", "！", 2),
         OTHER,
     ]
-    fa = detector.features(ARTICLE)
-    others = [(i + 1, detector.features(page)) for i, page in enumerate(pages)]
-    compiled = detector.judge_many(0, fa, others)
+    with compiled_only():
+        fa = detector.features(ARTICLE)
+        others = [(i + 1, detector.features(page)) for i, page in enumerate(pages)]
+        compiled = detector.judge_many(0, fa, others)
     with numpy_only():
         assert detector.judge_many(0, fa, others) == compiled
     assert [d.kind for d in compiled] == ["partial", "partial", "near"]
@@ -157,16 +178,16 @@ def assert_same_features(got: Features, expected: Features) -> None:
 def test_the_compiled_gram_table_equals_numpy_on_any_text(normal, fingerprint):
     # Any string, not only normalised text: separators in runs, empty lines, a lone surrogate,
     # fewer code points than a gram.
-    assert_same_features(
-        engine_features._features_native(fingerprint, *_units(normal)),
-        engine_features._features_numpy(fingerprint, *_units(normal)),
-    )
+    with compiled_only():
+        compiled = engine_features._features_native(fingerprint, *_units(normal))
+    assert_same_features(compiled, engine_features._features_numpy(fingerprint, *_units(normal)))
 
 
 def test_the_compiled_features_of_articles_and_pages_equal_numpy(detector):
     texts = [ARTICLE, FILLER + ARTICLE + OTHER, OTHER * 40, "短", "", "一二三四", ARTICLE[:30]]
     for text in texts:
-        compiled = detector.features(text)
+        with compiled_only():
+            compiled = detector.features(text)
         with numpy_only():
             assert_same_features(compiled, detector.features(text))
 
@@ -177,7 +198,80 @@ def test_the_compiled_gram_table_refuses_wrong_arguments():
         COMPILED.grams("中文字新闻稿件", 15, packed.view(np.uint32), keys)
     with pytest.raises(ValueError, match="too few places"):
         COMPILED.grams("中文字新闻稿件" * 10, 15, packed[:5], keys)
-    with pytest.raises(ValueError, match="least"):
-        COMPILED.grams("中文字", 0, packed, keys)
+    for least in (-1, 0, 1, engine_features.GRAM - 1):  # a passage shorter than a gram
+        with pytest.raises(ValueError, match="least: needs at least 4"):
+            COMPILED.grams("中文字新闻稿件" * 10, least, packed, keys)
     with pytest.raises(ValueError, match="too few places"):
         COMPILED.firsts(packed, np.empty(5, np.uint32), np.empty(100, np.uint32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int16])
+def test_the_compiled_merges_refuse_values_of_another_type(dtype):
+    x = np.arange(5, dtype=np.uint32)
+    wrong = x.astype(dtype)
+    half = np.ones(5, np.uint32)
+    with pytest.raises(TypeError, match="needs uint32"):
+        COMPILED.shared_count(wrong, x)
+    with pytest.raises(TypeError, match="needs uint32"):
+        COMPILED.shared_counts(x, [x, wrong])
+    with pytest.raises(TypeError, match="needs uint32"):
+        COMPILED.partial_passages(x, x, x, x, wrong, 5)
+    with pytest.raises(TypeError, match="needs uint32"):
+        COMPILED.firsts(np.zeros(5, np.uint64), wrong, x.copy())
+    assert COMPILED.partial_passages(x, x, x, x, half, 5) == [(p, p) for p in range(5)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, ">u8"])
+def test_the_compiled_gram_table_refuses_values_of_another_type(dtype):
+    packed, keys = np.zeros(100, np.uint64), np.zeros(10, np.uint64)
+    with pytest.raises(TypeError, match="needs uint64"):
+        COMPILED.grams("中文字新闻稿件", 4, packed.astype(dtype), keys)
+    with pytest.raises(TypeError, match="needs uint64"):
+        COMPILED.grams("中文字新闻稿件", 4, packed, keys.astype(dtype))
+    with pytest.raises(TypeError, match="needs uint64"):
+        COMPILED.firsts(packed.astype(dtype), np.empty(100, np.uint32), np.empty(100, np.uint32))
+
+
+def test_the_compiled_constants_are_the_python_ones():
+    assert {name: getattr(COMPILED, name) for name in native.CONSTANTS} == native.CONSTANTS
+    assert engine_features.GRAM == COMPILED.GRAM == 4
+    assert int(engine_features._PRIME) == COMPILED.PRIME
+    assert int(engine_features._PRIME_2) == COMPILED.PRIME_2
+    assert int(engine_features._ACROSS) == COMPILED.ACROSS
+
+
+def test_a_build_with_other_constants_is_refused(monkeypatch):
+    monkeypatch.setitem(native.CONSTANTS, "GRAM", 5)
+    with pytest.raises(native.NativeMismatch, match=r"GRAM.*rebuild"):
+        native.compiled()
+
+
+@pytest.mark.parametrize(("value", "uses_compiled"), [("1", False), ("", True), ("0", True)])
+def test_dedup_no_native_makes_the_engine_use_numpy(value, uses_compiled):
+    check = "import dedup.engine.merge as m; print(m._native is not None)"
+    env = {**os.environ, "DEDUP_NO_NATIVE": value}
+    out = subprocess.run(
+        [sys.executable, "-c", check], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == str(uses_compiled)
+
+
+@contextmanager
+def line_least(least: int):
+    """Run the block with passages cut at lines of at least `least` units."""
+    before = engine_features._LINE_LEAST
+    engine_features._LINE_LEAST = least
+    try:
+        yield
+    finally:
+        engine_features._LINE_LEAST = before
+
+
+@settings(max_examples=300, deadline=None)
+@given(NORMAL, st.integers(4, 40), st.integers(0, 2**64 - 1) | st.none())
+def test_the_compiled_gram_table_equals_numpy_for_any_passage_length(normal, least, fingerprint):
+    units = _units(normal)
+    with line_least(least):
+        with compiled_only():
+            compiled = engine_features._features_native(fingerprint, *units)
+        assert_same_features(compiled, engine_features._features_numpy(fingerprint, *units))

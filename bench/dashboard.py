@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import provenance
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "dashboard.md"
 DB_NAME = os.environ.get("DEDUP_BENCH_DB", "dedup_dashboard_bench")  # one per checkout
@@ -407,8 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         "before is served from that cache. The first run of the partial pair's comparison loads "
         "the passage detector (its tokenizer dictionary), once per process.\n"
     )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(table.getvalue())
+    provenance.write(RESULTS, table.getvalue())
     print(table.getvalue())
     return 0
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from datasketch import MinHash, MinHashLSH
 
+from bench import provenance
 from bench.corpus import BANDS, EDIT_KINDS, PARTIAL_KINDS, Doc, build_corpus
 from dedup.engine import Config, merge, normalise
 from dedup.engine.pairs import pairs as index_pairs
@@ -483,8 +484,7 @@ def main() -> None:
     _report(say, args, docs, truth, methods, best_lsh, dedup, extra, passages, fingerprinting)
     say()
     say(f"Corpus built in {built:.1f} s.")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "detection.md").write_text("\n".join(out) + "\n", encoding="utf-8")
+    provenance.write(RESULTS / "detection.md", "\n".join(out) + "\n")
     _plot([seed, dedup, lsh_raw, lsh_checked], RESULTS / "detection.png")
     print(f"\nsaved to {RESULTS / 'detection.md'} and {RESULTS / 'detection.png'}")
 

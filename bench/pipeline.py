@@ -43,6 +43,8 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+from bench import provenance
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "pipeline.md"
 DB_NAME = "dedup_bench"
@@ -722,8 +724,7 @@ def main() -> None:
     text = report(args, kinds, size / 1e6, engine, sample, pipe, health, sizes, tasks, profile,
                   problems)  # fmt: skip
     print("\n" + text)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(text + "\n", encoding="utf-8")
+    provenance.write(RESULTS, text + "\n")
     print(f"\nsaved to {RESULTS}; worker logs in {WORK_DIR}")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import provenance
 from bench.corpus import BANDS, EDIT_KINDS, Doc, build_corpus
 from dedup.engine import Config, Fingerprinter
 
@@ -214,8 +215,7 @@ def main() -> None:
     chosen = next(s for s in sweep if s.name == f"top_n={default.top_n}, tf={default.tf}")
     _report(say, docs, chosen, plain, jieba_values, tokenise_seconds, jieba_seconds)
 
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "quality.md").write_text("\n".join(out) + "\n", encoding="utf-8")
+    provenance.write(RESULTS / "quality.md", "\n".join(out) + "\n")
     _plot(chosen, plain, RESULTS / "quality.png")
     print(f"\nsaved to {RESULTS / 'quality.md'} and {RESULTS / 'quality.png'}")
 

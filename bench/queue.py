@@ -36,6 +36,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from bench import provenance
 from bench.queue_report import header, report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -360,8 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", *report(corpora, stages)]
     text = "\n".join(lines) + "\n"
     print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+    provenance.write(args.out, text, command)
     print(f"written to {args.out}")
     return 0
 

@@ -8,13 +8,10 @@ never are). Recall counts the labelled (original, copy) pairs of bench.corpora.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import platform
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -347,15 +344,11 @@ def _run(*command: str) -> str:
 
 
 def header(args, command: str, sizes: dict, settings: dict, seconds: float) -> list[str]:
-    """Return the lines saying which commit, machine, versions, corpora and command made this."""
+    """Return the lines saying which servers, corpora and settings made this (the commit,
+    machine and versions are in the provenance header)."""
     import psycopg
     import redis
 
-    dirty = [
-        line.split(maxsplit=1)[-1] for line in _run("git", "status", "--porcelain").splitlines()
-    ]
-    diff = hashlib.sha256(_run("git", "diff", "HEAD").encode()).hexdigest()[:12]
-    tree = f"dirty: {', '.join(dirty)} (git diff HEAD sha256 {diff})" if dirty else "clean"
     with psycopg.connect(f"{args.postgres}/postgres") as conn:
         postgres = conn.execute("SHOW server_version").fetchone()[0]
     redis_server = redis.Redis.from_url(args.redis).info("server")["redis_version"]
@@ -363,15 +356,10 @@ def header(args, command: str, sizes: dict, settings: dict, seconds: float) -> l
     for package in PACKAGES:
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions.append(f"{package} {metadata.version(package)}")
-    cpus = f"{os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable)"
     return [
-        f"- command: `{command}` ({seconds / 60:.1f} min in all)",
-        f"- commit {_run('git', 'rev-parse', 'HEAD')}, tree {tree}",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- machine: `{_run('uname', '-a')}`, {cpus}; PostgreSQL, Redis, the worker and this "
-        "process share them",
-        f"- Python {platform.python_version()}, PostgreSQL {postgres}, Redis {redis_server}, "
-        + ", ".join(versions),
+        f"- run time: {seconds / 60:.1f} min in all (`{command}`)",
+        f"- servers: PostgreSQL {postgres}, Redis {redis_server}; they, the worker and this "
+        f"process share {os.cpu_count()} CPUs; also {', '.join(versions)}",
         f"- corpora: bench.corpora.build(name, seed={args.seed}, split={args.split!r}, "
         f"size={args.size}{' (their own sizes)' if args.size is None else ''}): "
         + ", ".join(f"{n} {k:,} docs" for n, k in sizes.items()),

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import platform
-import subprocess
 import time
 import warnings
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+from bench import provenance
 from bench.corpora import CORPORA, NEGATIVE_KINDS, build
 from bench.corpus import BANDS, PARTIAL_KINDS
 from dedup.engine import verify as engine_verify
@@ -175,28 +173,6 @@ def fingerprint_seconds(split: Split) -> float:
     return time.perf_counter() - start
 
 
-def header(command: str) -> list[str]:
-    def run(*args: str) -> str:
-        try:
-            return subprocess.run(args, capture_output=True, text=True, check=False).stdout.strip()
-        except OSError:
-            return "?"
-
-    import datasketch
-    import numpy
-
-    commit = run("git", "rev-parse", "--short", "HEAD")
-    dirty = " (with uncommitted changes)" if run("git", "status", "--porcelain", "--", ".") else ""
-    return [
-        f"- command: `{command}`",
-        f"- commit {commit}{dirty}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {platform.machine()}, {platform.processor() or '?'}, "
-        f"{len(__import__('os').sched_getaffinity(0))} cores, {platform.platform()}",
-        f"- Python {platform.python_version()}, numpy {numpy.__version__}, datasketch "
-        f"{datasketch.__version__}",
-    ]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=None, help="documents per corpus split")
@@ -238,8 +214,6 @@ def main() -> None:
 
     say("# Verdicts on held-out corpora, per corpus and per kind")
     say()
-    for line in header(command):
-        say(line)
     say(
         f"- boilerplate: a passage held by at least {engine_verify.BOILERPLATE_OWNERS} articles "
         f"and {engine_verify.BOILERPLATE_RATIO}x as many as hold the article's own text"
@@ -324,8 +298,7 @@ def main() -> None:
         )
     say()
     say(f"Run time {time.perf_counter() - started:.0f} s.")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "trusted.md").write_text("\n".join(out) + "\n", encoding="utf-8")
+    provenance.write(RESULTS / "trusted.md", "\n".join(out) + "\n", command)
     print(f"\nsaved to {RESULTS / 'trusted.md'}")
 
 

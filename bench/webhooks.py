@@ -27,7 +27,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from bench import pipeline
+from bench import pipeline, provenance
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "webhooks.md"
@@ -216,7 +216,7 @@ def report(args, kinds, size: int, runs: list[tuple[int, str, dict]]) -> None:
         " after the webhook's cursor) and wait in their own queue; the receiver's 2 s each"
         " keep only the webhooks worker's threads busy.",
     ]
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    provenance.write(RESULTS, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -21,7 +21,6 @@ import argparse
 import http.client
 import json
 import os
-import platform
 import random
 import signal
 import socket
@@ -30,9 +29,9 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 
+from bench import provenance
 from bench.pipeline import ROOT, SERVER_URL, WORK_DIR, Workers, build_stream, write_jsonl
 
 RESULTS = Path(__file__).parent / "results" / "load.md"
@@ -196,31 +195,6 @@ def gunicorn(env: dict, port: int) -> subprocess.Popen:
         time.sleep(0.5)
 
 
-def provenance(command: str) -> str:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")),
-        platform.processor(),
-    )  # fmt: skip
-    from importlib.metadata import version
-
-    versions = ", ".join(
-        f"{name} {version(name)}" for name in ("django", "gunicorn", "celery", "psycopg")
-    )
-    return (
-        f"- commit {commit}{' (uncommitted changes)' if dirty else ''}, "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n"
-        f"- machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}; "
-        f"{versions}\n- command: `{command}`\n"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=20)
@@ -294,10 +268,8 @@ def main() -> None:
 
 
 def report(args, clients: Clients, alone: float, loaded: float) -> None:
-    command = "python -m bench.load " + " ".join(sys.argv[1:])
     lines = [
         "# The web tier under load during an upload (bench/load.py)\n",
-        provenance(command.strip()),
         f"{args.clients} clients for {args.seconds:.0f} s against gunicorn (3 workers) and one "
         f"Celery worker (2 processes), after a corpus of {args.corpus:,} articles; the "
         f"clients run on the same cores.\n",
@@ -320,7 +292,7 @@ def report(args, clients: Clients, alone: float, loaded: float) -> None:
     if errors:
         lines += ["", "First errors: " + "; ".join(errors)]
     text = "\n".join(lines) + "\n"
-    RESULTS.write_text(text)
+    provenance.write(RESULTS, text)
     print(text)
 
 

@@ -201,7 +201,7 @@ DEDUP_API_RATE_LIMIT = env_int("DEDUP_API_RATE_LIMIT", 600)
 DEDUP_API_RATE_WINDOW = env_int("DEDUP_API_RATE_WINDOW_SECONDS", 60)
 
 # Webhooks: seconds a receiver may take to answer, how often a delivery is tried, and the
-# first wait between tries (doubled each time, at most an hour).
+# first wait between tries (doubled each time, at most half an hour).
 DEDUP_WEBHOOK_TIMEOUT = env_int("DEDUP_WEBHOOK_TIMEOUT_SECONDS", 10)
 DEDUP_WEBHOOK_ATTEMPTS = env_int("DEDUP_WEBHOOK_ATTEMPTS", 6)
 DEDUP_WEBHOOK_BACKOFF = env_float("DEDUP_WEBHOOK_BACKOFF_SECONDS", 30.0)

@@ -28,7 +28,7 @@ class Config:
     """
 
     tokenizer: str = "rjieba"
-    # Defaults chosen by bench/quality.py (see README, "Choosing the defaults").
+    # Defaults chosen by bench/quality.py (docs/benchmarks.md, "Quality of the fingerprint").
     top_n: int = 256
     tf: str = "raw"
     strip_html: bool = True

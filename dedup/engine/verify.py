@@ -69,7 +69,7 @@ _SENTENCE_MARK = " \n"
 MAX_PASSAGE_OWNERS = 20
 # A pair whose shorter article has fewer characters than this (normalised, separators left
 # out) is near at a lower Jaccard (`near_short`): one changed sentence of a 100-character text
-# changes a third of its shingles. Measured on the detection corpus (README).
+# changes a third of its shingles. Measured on the detection corpus (docs/benchmarks.md).
 SHORT = 140
 # A near verdict under NEAR_CLEAR similarity also needs NEAR_PASSAGES of the smaller article's
 # passages (boilerplate aside) mostly in the other: an edited copy keeps most of its

@@ -184,10 +184,11 @@ def service_read(api_sample: int, seed: int) -> dict:
     from django.http import QueryDict
     from django.test import Client
 
-    from dedup import clusters
+    from dedup import selectors
     from dedup.cli import content_hash
     from dedup.index import detector_for, settings_current
     from dedup.models import Article, ArticleStatus, UploadBatch
+    from dedup.selectors import clusterings
     from webui.review_context import queue_context, threshold_parse
 
     busy = Article.objects.filter(status__in=[ArticleStatus.PENDING, ArticleStatus.PROCESSING])
@@ -196,12 +197,12 @@ def service_read(api_sample: int, seed: int) -> dict:
     settings = settings_current()
     defaults = QueryDict("")
     context = queue_context(defaults, settings, None)  # what the queue page computes
-    table = clusters.match_table()
+    table = selectors.match_table()
     found = table.clustering(threshold_parse(defaults).bars)  # the clustering it showed
     shown = np.flatnonzero(found.shown)
     ids = table.article_id
     queue = [
-        (int(ids[table.a[e]]), int(ids[table.b[e]]), clusters.KIND_NAMES[int(table.kind[e])])
+        (int(ids[table.a[e]]), int(ids[table.b[e]]), clusterings.KIND_NAMES[int(table.kind[e])])
         for e in shown.tolist()
     ]
     if context["counts"]["matches"] != len(queue):

@@ -15,7 +15,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dedup import selectors
-from dedup.index import settings_current
 from dedup.models import Match
 
 WORKERS_CACHE_KEY = "webui:workers"
@@ -91,7 +90,7 @@ def figures() -> dict:
 
 
 def _figures_compute() -> dict:
-    settings = settings_current()
+    settings = selectors.settings_current()
     entry = {
         "health": selectors.index_health(),
         "history": distance_history(k_max=settings.k_max),

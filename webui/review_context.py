@@ -1,6 +1,6 @@
 """What the review pages show: query parameters read, clusters and articles gathered.
 
-Reads only; the views stay short and the decisions go through dedup.review.
+Reads only; the views stay short and the decisions go through dedup.services.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from dedup import clusters
+from dedup import selectors
 from dedup.articles import web_url
-from dedup.clusters import BANDS, KIND_NAMES, Bars, QueueFilter
 from dedup.engine.verify import SHORT, Detector
 from dedup.models import Article, Decision, Fingerprint, Match, MatchKind, Settings, Verdict
-from dedup.review import original_latest, pair_latest
+from dedup.selectors import clusterings, original_latest, pair_latest
+from dedup.selectors.clusterings import BANDS, KIND_NAMES, Bars, QueueFilter
 from webui import evidence
 
 PER_PAGE = 25
@@ -41,7 +41,7 @@ class ParamError(ValueError):
 
 @dataclass(frozen=True)
 class Threshold:
-    """The least similarity of the near and partial copies shown (clusters.Bars); 0 shows
+    """The least similarity of the near and partial copies shown (clusterings.Bars); 0 shows
     every verified copy."""
 
     near: float = 0.0
@@ -141,7 +141,7 @@ def queue_params_parse(params) -> QueueParams:
     )
 
 
-def search_hits(q: str, found: clusters.Clustering, candidates: np.ndarray) -> np.ndarray:
+def search_hits(q: str, found: clusterings.Clustering, candidates: np.ndarray) -> np.ndarray:
     """Return ids of matched articles whose title contains q, or whose text does among the
     originals of the first candidate clusters (the text of 100,000 articles is too much to
     read per request; copies share most of their original's text)."""
@@ -202,18 +202,18 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
 
     threshold = threshold_parse(params)
     qp = queue_params_parse(params)
-    table = clusters.match_table()
+    table = selectors.match_table()
     found = table.clustering(threshold.bars)
-    order = clusters.cluster_queue(found, qp.filter(None))
+    order = clusterings.cluster_queue(found, qp.filter(None))
     text_limited = False
     hits = None
     if qp.q:
         hits = search_hits(qp.q, found, order)
         text_limited = len(order) > TEXT_SEARCHED
-        order = clusters.cluster_queue(found, qp.filter(hits))
+        order = clusterings.cluster_queue(found, qp.filter(hits))
     # The figures follow the filters and the search, whatever the status: they say how many
     # of the clusters these filters select wait for review.
-    counted = clusters.cluster_queue(found, dataclasses.replace(qp, status="all").filter(hits))
+    counted = clusterings.cluster_queue(found, dataclasses.replace(qp, status="all").filter(hits))
     page = Paginator(order, PER_PAGE).get_page(page_number)
     numbers = [int(c) for c in page.object_list]
     originals = [int(table.article_id[found.original[c]]) for c in numbers]
@@ -242,7 +242,9 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         for c, original in zip(numbers, originals, strict=True)
     ]
     charts = {
-        kind: similarity_chart(clusters.similarity_histogram(table, kind), getattr(threshold, kind))
+        kind: similarity_chart(
+            clusterings.similarity_histogram(table, kind), getattr(threshold, kind)
+        )
         for kind in ("near", "partial")
     }
     query = {key: v for key, v in params.items() if key not in ("page", "k") and v != ""}
@@ -282,14 +284,14 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
 
     Rejected pairs stay in the cluster, marked, and rows keep their order whatever is
     decided: the row under an editor's pointer is the one they meant."""
-    table = clusters.match_table()
+    table = selectors.match_table()
     found = table.clustering(threshold.bars, rejected=True)
     node = table.node(article.id)
     context = {"article": article, "threshold": threshold, "members": None}
     if node is None or found.label[node] < 0:
         return context
     cluster = int(found.label[node])
-    members, edges = clusters.member_paths(found, cluster)
+    members, edges = clusterings.member_paths(found, cluster)
     total = len(members)
     members = members[:MEMBERS_SHOWN]
     ids = [m.article_id for m in members]
@@ -310,7 +312,9 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
     tree = {m.edge for m in members if m.edge is not None}
     others = [e for e in edges.tolist() if e not in tree]
     if len(others) > OTHER_EDGES_SHOWN:  # the undecided first: what a reviewer looks at next
-        others.sort(key=lambda e: (table.decision[e] != clusters.UNDECIDED, -table.similarity[e]))
+        others.sort(
+            key=lambda e: (table.decision[e] != clusterings.UNDECIDED, -table.similarity[e])
+        )
         others = others[:OTHER_EDGES_SHOWN]
     others.sort(key=lambda e: (-table.similarity[e], e))  # an order no decision changes
     decision_ids = {int(table.decision_id[e]) for e in tree | set(others)} - {0}
@@ -400,13 +404,13 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
 def cluster_waiting_pairs(article_id: int, threshold: Threshold) -> list[tuple[int, int, int]]:
     """Return (a, b, seen) of every undecided pair of the cluster holding an article, as its
     page shows it (not only the rows on screen); seen is the decision an undo left, or 0."""
-    table = clusters.match_table()
+    table = selectors.match_table()
     found = table.clustering(threshold.bars, rejected=True)
     node = table.node(article_id)
     if node is None or found.label[node] < 0:
         return []
     edges = found.edges(int(found.label[node]))
-    waiting = edges[table.decision[edges] == clusters.UNDECIDED]
+    waiting = edges[table.decision[edges] == clusterings.UNDECIDED]
     ids = table.article_id
     return [
         (int(ids[table.a[e]]), int(ids[table.b[e]]), int(table.decision_id[e]))
@@ -417,7 +421,7 @@ def cluster_waiting_pairs(article_id: int, threshold: Threshold) -> list[tuple[i
 def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
     """Return the ids of the members of the cluster holding an article (empty when none), as
     its page shows them (rejected pairs included)."""
-    table = clusters.match_table()
+    table = selectors.match_table()
     found = table.clustering(threshold.bars, rejected=True)
     node = table.node(article_id)
     if node is None or found.label[node] < 0:
@@ -429,20 +433,20 @@ def cluster_member_ids(article_id: int, threshold: Threshold) -> list[int]:
 
 
 @lru_cache(maxsize=4)
-def _detector(config) -> Detector:
+def passage_detector(config) -> Detector:
     return Detector(config)
 
 
 def next_pair(article_id: int, threshold: Threshold, skip: tuple[int, int]) -> tuple | None:
     """Return the most similar undecided pair (a, b) of the cluster holding an article, other
     than `skip`, or None when every pair there is decided."""
-    table = clusters.match_table()
+    table = selectors.match_table()
     found = table.clustering(threshold.bars, rejected=True)
     node = table.node(article_id)
     if node is None or found.label[node] < 0:
         return None
     edges = found.edges(int(found.label[node]))
-    waiting = edges[table.decision[edges] == clusters.UNDECIDED]
+    waiting = edges[table.decision[edges] == clusterings.UNDECIDED]
     lo, hi = sorted(skip)
     for e in waiting[np.argsort(-table.similarity[waiting], kind="stable")].tolist():
         pair = int(table.article_id[table.a[e]]), int(table.article_id[table.b[e]])
@@ -456,7 +460,7 @@ def compare_context(left: Article, right: Article, settings: Settings) -> dict:
     passages they share, boilerplate folded."""
     lo, hi = sorted((left.id, right.id))
     match = Match.objects.filter(a_id=lo, b_id=hi).first()
-    detector = _detector(settings.active().engine_config())
+    detector = passage_detector(settings.active().engine_config())
     version = settings.active_version or settings.index_version  # the features' version
     latest = pair_latest(lo, hi)
     return {

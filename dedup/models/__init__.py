@@ -17,7 +17,7 @@ from dedup.models.articles import (
     PassageKey,
     SegmentRow,
 )
-from dedup.models.matches import Decision, Match, MatchKind, Verdict
+from dedup.models.matches import Decision, Match, MatchKind, MatchVersion, Verdict
 from dedup.models.settings import SHARE, RebuildJob, RebuildState, Settings
 from dedup.models.uploads import UploadBatch, UploadState
 
@@ -33,6 +33,7 @@ __all__ = [
     "FingerprintStatus",
     "Match",
     "MatchKind",
+    "MatchVersion",
     "PassageKey",
     "RebuildJob",
     "RebuildState",

@@ -1,4 +1,5 @@
-"""Matches between articles and editors' decisions on them."""
+"""Matches between articles, editors' decisions on them, and the version that every write of
+either moves (what the web processes' cached match table compares)."""
 
 from __future__ import annotations
 
@@ -72,3 +73,17 @@ class Decision(models.Model):
         pair = f"{self.a_id} ~ {self.b_id}" if self.b_id else f"{self.a_id}"
         return f"{pair}: {self.verdict}"
 
+
+class MatchVersion(models.Model):
+    """The version of the stored matches and decisions: one row, moved by triggers on their
+    tables in the transaction of every write (migration 0019), so no write path can forget it.
+
+    `version` takes a new value at every write; `reset` at every write that is not an
+    addition (a match updated or deleted, a decision deleted): while `reset` stays, what
+    changed can be read as the rows after the last ids seen."""
+
+    version = models.BigIntegerField(default=0)
+    reset = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"matches version {self.version} (reset {self.reset})"

@@ -83,7 +83,7 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         )
         for b, a in exact.items()
     ]  # fmt: skip
-    found = _matches_find(items, settings, detector, version, plan, clock)
+    found = matches_find(items, settings, detector, version, plan, clock)
     done = []
     for item, result in zip(items, found, strict=True):
         if isinstance(result, Exception):
@@ -280,7 +280,7 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
     return copies
 
 
-def _matches_find(
+def matches_find(
     items, settings, detector, version, plan, clock: _Clock | None = None
 ) -> list[list[Match] | Exception]:
     """Return the unsaved matches of each indexed article (or the error that stopped it)."""

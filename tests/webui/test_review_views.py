@@ -503,7 +503,7 @@ def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
 
     from django.db import connection
 
-    from dedup import review
+    from dedup import services
 
     a, b = article(1), article(2)
     Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.81)
@@ -514,9 +514,9 @@ def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
     def decide(user, verdict):
         try:
             barrier.wait()
-            review.decision_record(a_id=a.id, b_id=b.id, verdict=verdict, user=user, seen=0)
+            services.decision_record(a_id=a.id, b_id=b.id, verdict=verdict, user=user, seen=0)
             outcomes.append("ok")
-        except review.DecisionConflict:
+        except services.DecisionConflict:
             outcomes.append("conflict")
         finally:
             connection.close()

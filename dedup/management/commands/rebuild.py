@@ -7,7 +7,7 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections, connections
 
-from dedup import rebuilds, services
+from dedup import services
 from dedup.management.commands._ops import POLL_SECONDS, progress, wait_until, worker_running
 from dedup.models import RebuildJob
 
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         worker = worker_running()
         # To this release's version: a new one after an upgrade, else the active one again
         # (every article re-matched, what is missing refilled). A worker runs a new job.
-        job, started = rebuilds.index_rebuild_start(send=worker)
+        job, started = services.index_rebuild_start(send=worker)
         self.stdout.write(
             f"{'Started' if started else 'Following'} rebuild {job.pk} to {job.version} "
             f"({job.total} article(s))."

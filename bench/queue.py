@@ -6,7 +6,7 @@ For each labelled corpus of bench/corpora.py (the held-out split), a fresh Postg
 is migrated, a real Celery worker is started on it and on a Redis database of its own, and the
 corpus is imported with `manage.py import FILE --source NAME --wait` as JSON Lines (the doc id as
 external id). Then, in a process set up on that database, the pairs the queue shows at its
-defaults are read through the queue's own code (webui.review_context.queue_context and the
+defaults are read through the queue's own code (webui.queue_page.queue_context and the
 MatchTable clustering it shows), a sample of articles is checked against
 `GET /api/articles/<id>/matches`, and the engine alone runs on the same texts as `duplicates`
 does (exact copies by content hash, then `Detector.duplicates` of the service's
@@ -189,7 +189,8 @@ def service_read(api_sample: int, seed: int) -> dict:
     from dedup.index import detector_for, settings_current
     from dedup.models import Article, ArticleStatus, UploadBatch
     from dedup.selectors import clusterings
-    from webui.review_context import queue_context, threshold_parse
+    from webui.queue_page import queue_context
+    from webui.review_params import threshold_parse
 
     busy = Article.objects.filter(status__in=[ArticleStatus.PENDING, ArticleStatus.PROCESSING])
     if busy.exists():

@@ -146,28 +146,29 @@ def index_rebuild(*, job_id: int) -> RebuildJob:
         if not missing:
             break
         _rebuild_chunk(missing, settings, detector, version, plan)
-    with transaction.atomic():
-        row = Settings.objects.select_for_update().get(pk=1)
-        if row.index_version != version:  # the settings moved on in the meantime
-            RebuildJob.objects.filter(id=job_id, state=RebuildState.RUNNING).update(
-                state=RebuildState.FAILED, message=superseded(row.index_version)
-            )
-        if not RebuildJob.objects.filter(id=job_id, state=RebuildState.RUNNING).exists():
-            job.refresh_from_db()
-            return job
-        Settings.objects.filter(pk=1).update(
-            active_version=version, active_config=row.config_fields()
-        )
-        Match.objects.filter(kind=MatchKind.EXACT).update(version=version)
-        Match.objects.exclude(version=version).delete()  # pairs the new version does not find
-        SegmentRow.objects.exclude(version=version).delete()
-        PassageKey.objects.exclude(version=version).delete()
-        Fingerprint.objects.exclude(version=version).delete()
-        RebuildJob.objects.filter(id=job_id).update(
-            state=RebuildState.DONE, finished_at=timezone.now()
-        )
+    rebuild_switch(job_id=job_id, version=version)
     job.refresh_from_db()
     return job
+
+
+@transaction.atomic
+def rebuild_switch(*, job_id: int, version: str) -> None:
+    """Make a finished rebuild's version the active one and drop the rows of the others,
+    unless the settings moved on meanwhile or the job was stopped."""
+    row = Settings.objects.select_for_update().get(pk=1)
+    if row.index_version != version:  # the settings moved on in the meantime
+        RebuildJob.objects.filter(id=job_id, state=RebuildState.RUNNING).update(
+            state=RebuildState.FAILED, message=superseded(row.index_version)
+        )
+    if not RebuildJob.objects.filter(id=job_id, state=RebuildState.RUNNING).exists():
+        return
+    Settings.objects.filter(pk=1).update(active_version=version, active_config=row.config_fields())
+    Match.objects.filter(kind=MatchKind.EXACT).update(version=version)
+    Match.objects.exclude(version=version).delete()  # pairs the new version does not find
+    SegmentRow.objects.exclude(version=version).delete()
+    PassageKey.objects.exclude(version=version).delete()
+    Fingerprint.objects.exclude(version=version).delete()
+    RebuildJob.objects.filter(id=job_id).update(state=RebuildState.DONE, finished_at=timezone.now())
 
 
 def _rebuild_chunk(chunk, settings, detector, version, plan) -> None:

@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             if redraw == "decide":  # an editor decided: the table takes it in, clusters anew
                 Decision.objects.create(a_id=a, b_id=b, verdict="duplicate", decided_by=editor)
             elif redraw:
-                selectors.match_table()._clusterings.clear()
+                selectors.match_table().clusterings_forget()
             first, total = timed(client, url)
             if run == 0:
                 first_run = first

@@ -4,12 +4,11 @@ fingerprints, matches, decisions and uploads."""
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import Q
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
-from dedup import services
+from dedup import selectors, services
 from dedup.admin.base import ReadOnlyAdmin
 from dedup.models import (
     Article,
@@ -140,16 +139,12 @@ class UploadBatchAdmin(ReadOnlyAdmin):
         through services.upload_delete."""
         uploads = list(queryset.order_by("id"))
         if request.POST.get("confirmed") != "yes":
-            ids = [u.id for u in uploads]
-            articles = Article.objects.filter(upload_id__in=ids)
-            touching = Q(a__upload_id__in=ids) | Q(b__upload_id__in=ids)
+            contents = selectors.uploads_contents(upload_ids=[u.id for u in uploads])
             context = {
                 **self.admin_site.each_context(request),
                 "title": _("Delete uploads with their articles?"),
                 "uploads": uploads,
-                "articles": articles.count(),
-                "matches": Match.objects.filter(touching).count(),
-                "decisions": Decision.objects.filter(touching).count(),
+                **contents,
                 "action": "uploads_delete_with_articles",
                 "opts": self.model._meta,
                 "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,

@@ -2,10 +2,10 @@
 
 By what they read: `articles` (articles by the ids callers know them by, an article's
 matches), `changes` (matches and decisions after a cursor), `health` (an upload's progress,
-the index's health), `decisions` (the decision that counts), `settings` (the settings in
-use), `matches` (the match table each process caches at the version every writer moves) and
-`clusterings` (clusters at any bars, the review queue, drawn from that table). Callers
-import them from here.
+the index's health), `overview` (what the overview and the admin count), `decisions` (the
+decision that counts), `settings` (the settings in use), `matches` (the match table each
+process caches at the version every writer moves) and `clusterings` (clusters at any bars,
+the review queue, drawn from that table). Callers import them from here.
 """
 
 from dedup.selectors.articles import (
@@ -27,6 +27,7 @@ from dedup.selectors.clusterings import Bars, Clustering, MatchTable, QueueFilte
 from dedup.selectors.decisions import original_latest, pair_latest
 from dedup.selectors.health import index_health, upload_status
 from dedup.selectors.matches import match_cache, match_table, table_forget, table_version
+from dedup.selectors.overview import match_distances_by_day, uploads_contents
 from dedup.selectors.settings import settings_current
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "match_cache",
     "match_change_json",
     "match_changes",
+    "match_distances_by_day",
     "match_table",
     "original_latest",
     "pair_latest",
@@ -54,4 +56,5 @@ __all__ = [
     "table_forget",
     "table_version",
     "upload_status",
+    "uploads_contents",
 ]

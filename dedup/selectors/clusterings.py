@@ -90,6 +90,11 @@ class MatchTable:
         q = q.casefold()
         return self.article_id[[i for i, title in enumerate(self.titles) if q in title]]
 
+    def clusterings_forget(self) -> None:
+        """Drop the clusterings computed from this table (benchmarks time them afresh)."""
+        with _lock:
+            self._clusterings.clear()
+
     def clustering(self, bars: Bars, *, rejected: bool = False) -> Clustering:
         """Return the clusters at these bars, cached: a slider moved back and forth costs
         nothing. With `rejected`, pairs an editor rejected still join their articles: what a

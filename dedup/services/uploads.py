@@ -17,7 +17,7 @@ from dedup.engine.records import BadRow, InputError
 from dedup.errors import ArticleInvalid, UploadTooLarge
 from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
 from dedup.readers import SUPPORTED, Limits, upload_rows
-from dedup.services.ingest import _article, _enqueue_process, article_clean
+from dedup.services.ingest import article_clean, article_new, articles_enqueue
 from dedup.services.webhooks import upload_finished_notify
 
 ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
@@ -33,7 +33,7 @@ def _articles_insert(rows: list[tuple[dict, int]], *, upload_id: int, now: datet
     """Insert an upload's articles (fields, row number); rows made already are left alone.
     Return the ids of those rows' articles still waiting to be processed."""
     if connection.vendor != "postgresql":
-        made = [_article(fields, now=now, upload=None, row=row) for fields, row in rows]
+        made = [article_new(fields, now=now, upload=None, row=row) for fields, row in rows]
         for article in made:
             article.upload_id = upload_id
         Article.objects.bulk_create(made, ignore_conflicts=True)
@@ -152,7 +152,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
         with transaction.atomic():
             # Another run of this upload (a task delivered twice) may have made some already.
             created = _articles_insert(pending, upload_id=upload_id, now=now)
-            _enqueue_process(sorted(created))
+            articles_enqueue(sorted(created))
             UploadBatch.objects.filter(id=upload_id).update(
                 total_rows=total, accepted=accepted, rejected=rejected, errors=errors
             )
@@ -201,7 +201,7 @@ def upload_process(*, upload_id: int) -> UploadBatch:
         # fix them within minutes, while the workers are busy with these very articles.
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE dedup_article")
-    _upload_finish_if_processed(upload_id)
+    upload_finish_if_processed(upload_id)
     batch.refresh_from_db()
     return batch
 
@@ -242,7 +242,7 @@ def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
     return batch
 
 
-def _upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> None:
+def upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> None:
     """Mark an upload done once all its articles are finished: by its counter, or (recount)
     by looking for an article still waiting, which also catches articles deleted meanwhile."""
     processing = UploadBatch.objects.filter(id=upload_id, state=UploadState.PROCESSING)
@@ -273,7 +273,7 @@ def upload_delete(*, upload_id: int) -> int:
     Article.objects.filter(id__in=orphans).update(
         status=ArticleStatus.PENDING, exact_of=None, status_message="", claimed_at=None
     )
-    _enqueue_process(sorted(orphans))
+    articles_enqueue(sorted(orphans))
     name = batch.file.name
     batch.delete()
     if name:

@@ -9,7 +9,7 @@ from django.db import close_old_connections, connections
 
 from dedup import services
 from dedup.management.commands._ops import POLL_SECONDS, progress, wait_until, worker_running
-from dedup.models import RebuildJob
+from dedup.models import RebuildJob, RebuildState
 
 
 class Command(BaseCommand):
@@ -44,7 +44,7 @@ class Command(BaseCommand):
         elif worker:
             self.stdout.write("The worker is rebuilding: follow it with --wait or in the admin.")
             return
-        if job.state != "done":
+        if job.state != RebuildState.DONE:
             raise CommandError(f"rebuild {job.pk} is {job.state}: {job.message or 'see the log'}")
         self.stdout.write(f"Rebuild {job.pk} done: {job.done} article(s) under {job.version}.")
 
@@ -79,4 +79,4 @@ def _state(job: RebuildJob) -> tuple[bool, int, int | None]:
     row = RebuildJob.objects.filter(pk=job.pk).values("state", "done", "total").first()
     if row is None:
         return True, 0, None
-    return row["state"] != "running", row["done"], row["total"] or None
+    return row["state"] != RebuildState.RUNNING, row["done"], row["total"] or None

@@ -22,7 +22,6 @@ from dedup.selectors.clusterings import (
     UNDECIDED,
     MatchTable,
     pair_key,
-    sorted_find,
 )
 
 VERDICT_CODES = {"duplicate": DUPLICATE, "not_duplicate": REJECTED}
@@ -160,8 +159,11 @@ class Nodes:
         else:  # one range scan beats a list of 100,000 ids; articles without a match skipped
             ends = [int(article_id[0]), int(article_id[-1])]
             rows = rows_read(sql + " WHERE id BETWEEN %s AND %s", ends)
-        rows = [r for r in rows if sorted_find(article_id, r[0]) is not None]
-        where = np.searchsorted(article_id, _column(rows, 0, np.int64))
+        ids = _column(rows, 0, np.int64)
+        where = np.minimum(np.searchsorted(article_id, ids), n - 1)
+        hit = article_id[where] == ids
+        rows = [r for r, matched in zip(rows, hit.tolist(), strict=True) if matched]
+        where = where[hit]
         nodes.dated[where] = _column(rows, 1, np.int64)
         nodes.length[where] = _column(rows, 2, np.int64)
         for i, r in zip(where.tolist(), rows, strict=True):

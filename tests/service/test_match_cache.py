@@ -30,7 +30,8 @@ def fresh_table():
 def article(**kw):
     from dedup.models import Article
 
-    return Article.objects.create(body="text", dated_at=WHEN, length=100, source="s", **kw)
+    fields = {"body": "text", "dated_at": WHEN, "length": 100, "source": "s", **kw}
+    return Article.objects.create(**fields)
 
 
 def match(a, b, similarity=0.8, distance=2, kind="near"):
@@ -204,3 +205,17 @@ def test_every_process_sees_a_write_made_after_it_read():
     Decision.objects.create(a_id=a.id, b_id=b.id, verdict="not_duplicate")
     assert web1.table().decision.tolist() == web2.table().decision.tolist() == [REJECTED]
     assert web1.rows_read == web2.rows_read == 1  # the decision alone: no match read again
+
+
+def test_many_articles_are_read_by_one_range_and_the_unmatched_among_them_left_out(monkeypatch):
+    from dedup.selectors import matches
+
+    monkeypatch.setattr(matches, "READ_BY_ID", 1)
+    a = article(title="First")
+    article(title="unmatched, between the two")
+    b = article(title="Second", source="t")
+    match(a, b)
+    table = selectors.match_table()
+    assert table.article_id.tolist() == [a.id, b.id]
+    assert table.titles == ["first", "second"]
+    assert [table.sources[code] for code in table.source] == ["s", "t"]

@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.test import Client
     from django.test.utils import setup_test_environment
 
-    from dedup import clusters
+    from dedup import selectors
 
     setup_test_environment()  # the test Client's templates and context capture
     if args.reuse:
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         ("export decisions.csv (first byte)", "/export/decisions.csv", False),
     ]
     rows = []
-    clusters.table_forget()
+    selectors.table_forget()
     cold, _ = timed(client, "/")
     for name, url, redraw in pages:
         firsts, totals = [], []
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             if redraw == "decide":  # an editor decided: the table takes it in, clusters anew
                 Decision.objects.create(a_id=a, b_id=b, verdict="duplicate", decided_by=editor)
             elif redraw:
-                clusters.match_table()._clusterings.clear()
+                selectors.match_table().clusterings_forget()
             first, total = timed(client, url)
             if run == 0:
                 first_run = first

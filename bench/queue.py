@@ -6,7 +6,7 @@ For each labelled corpus of bench/corpora.py (the held-out split), a fresh Postg
 is migrated, a real Celery worker is started on it and on a Redis database of its own, and the
 corpus is imported with `manage.py import FILE --source NAME --wait` as JSON Lines (the doc id as
 external id). Then, in a process set up on that database, the pairs the queue shows at its
-defaults are read through the queue's own code (webui.review_context.queue_context and the
+defaults are read through the queue's own code (webui.queue_page.queue_context and the
 MatchTable clustering it shows), a sample of articles is checked against
 `GET /api/articles/<id>/matches`, and the engine alone runs on the same texts as `duplicates`
 does (exact copies by content hash, then `Detector.duplicates` of the service's
@@ -185,11 +185,13 @@ def service_read(api_sample: int, seed: int) -> dict:
     from django.http import QueryDict
     from django.test import Client
 
-    from dedup import clusters
+    from dedup import selectors
     from dedup.cli import content_hash
     from dedup.index import detector_for, settings_current
     from dedup.models import Article, ArticleStatus, UploadBatch
-    from webui.review_context import queue_context, threshold_parse
+    from dedup.selectors import clusterings
+    from webui.queue_page import queue_context
+    from webui.review_params import threshold_parse
 
     busy = Article.objects.filter(status__in=[ArticleStatus.PENDING, ArticleStatus.PROCESSING])
     if busy.exists():
@@ -197,12 +199,12 @@ def service_read(api_sample: int, seed: int) -> dict:
     settings = settings_current()
     defaults = QueryDict("")
     context = queue_context(defaults, settings, None)  # what the queue page computes
-    table = clusters.match_table()
+    table = selectors.match_table()
     found = table.clustering(threshold_parse(defaults).bars)  # the clustering it showed
     shown = np.flatnonzero(found.shown)
     ids = table.article_id
     queue = [
-        (int(ids[table.a[e]]), int(ids[table.b[e]]), clusters.KIND_NAMES[int(table.kind[e])])
+        (int(ids[table.a[e]]), int(ids[table.b[e]]), clusterings.KIND_NAMES[int(table.kind[e])])
         for e in shown.tolist()
     ]
     if context["counts"]["matches"] != len(queue):

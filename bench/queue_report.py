@@ -262,7 +262,7 @@ def report(corpora: dict, stages: dict) -> list[str]:
     out = [
         "Pairs of: **queue**, the matches the review queue shows at its defaults (no bar moved, "
         "status waiting: every match, none decided yet), read through "
-        "`webui.review_context.queue_context` and the clustering it shows; **engine alone**, "
+        "`webui.queue_page.queue_context` and the clustering it shows; **engine alone**, "
         "`duplicates`' path on the same stored texts in the same order (exact copies by content "
         "hash, then `Detector.duplicates` of `detector_for(settings_current())`, boilerplate "
         "learned from the whole collection at once).",

@@ -5,7 +5,7 @@ retried with backoff on transient database errors; the services are idempotent, 
 task twice changes nothing twice.
 
 A worker starting checks whether this release stores under a new index version, and starts
-the rebuild it needs (rebuilds.index_upgrade; beat runs the same check every few minutes).
+the rebuild it needs (services.index_upgrade; beat runs the same check every few minutes).
 """
 
 from celery import shared_task
@@ -13,7 +13,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from dedup import rebuilds, services
+from dedup import services
 from dedup.services import webhooks
 
 RETRY = {
@@ -80,7 +80,7 @@ def index_rebuild(self, job_id: int) -> None:
 @shared_task(name="dedup.tasks.index_upgrade", **RETRY)
 def index_upgrade(self) -> None:
     """Start the rebuild to this release's index version, if it is needed and not running."""
-    rebuilds.index_upgrade()
+    services.index_upgrade()
 
 
 @shared_task(name="dedup.tasks.webhooks_dispatch", **RETRY)
@@ -105,6 +105,6 @@ def index_upgrade_on_start(sender=None, **kwargs) -> None:
     # Here in the main process, at once: a message would wait behind the queue's backlog.
     # Celery logs what this raises; beat's index_upgrade checks again later.
     try:
-        rebuilds.index_upgrade()
+        services.index_upgrade()
     finally:
         connection.close()  # the pool's processes have their own; this one needs it no more

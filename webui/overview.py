@@ -9,14 +9,10 @@ from datetime import date, timedelta
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count
-from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
 
 from dedup import selectors
-from dedup.index import settings_current
-from dedup.models import Match
 
 WORKERS_CACHE_KEY = "webui:workers"
 WORKERS_CACHE_SECONDS = 10
@@ -91,7 +87,7 @@ def figures() -> dict:
 
 
 def _figures_compute() -> dict:
-    settings = settings_current()
+    settings = selectors.settings_current()
     entry = {
         "health": selectors.index_health(),
         "history": distance_history(k_max=settings.k_max),
@@ -115,13 +111,7 @@ def distance_history(*, k_max: int, days: int = HISTORY_DAYS, today: date | None
     today = today or timezone.localdate()
     first = today - timedelta(days=days - 1)
     start = timezone.make_aware(timezone.datetime.combine(first, timezone.datetime.min.time()))
-    rows = (
-        Match.objects.filter(found_at__gte=start, distance__isnull=False, distance__lte=k_max)
-        .annotate(day=TruncDate("found_at", tzinfo=timezone.get_current_timezone()))
-        .values_list("day", "distance")
-        .annotate(n=Count("id"))
-    )
-    counts = {(day, distance): n for day, distance, n in rows}
+    counts = selectors.match_distances_by_day(since=start, k_max=k_max)
     dates = [first + timedelta(days=i) for i in range(days)]
     totals = [sum(counts.get((d, k), 0) for k in range(k_max + 1)) for d in dates]
     top = max(totals, default=0) or 1

@@ -12,8 +12,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from dedup import clusters, review
+from dedup import selectors, services
 from dedup.models import Article, Decision, Settings, Verdict
+from dedup.selectors import clusterings
 from webui import review_context as ctx
 from webui.access import editor_required
 
@@ -85,13 +86,13 @@ def compare(request: HttpRequest, a: int, b: int) -> HttpResponse:
     return render(request, "webui/review/compare.html", context)
 
 
-def _pair(value: str) -> review.PairDecision:
+def _pair(value: str) -> services.PairDecision:
     """Read "a:b:seen" (ids) as a pair decision."""
     try:
         a, b, seen = (int(part) for part in value.split(":"))
     except ValueError:
-        raise review.DecisionInvalid(_("That pair could not be read; reload the page.")) from None
-    return review.PairDecision(a, b, seen)
+        raise services.DecisionInvalid(_("That pair could not be read; reload the page.")) from None
+    return services.PairDecision(a, b, seen)
 
 
 @require_POST
@@ -101,7 +102,7 @@ def decision_create(request: HttpRequest) -> HttpResponse:
     verdict, _sep, rest = request.POST.get("pick", "").partition(":")
     try:
         pair = _pair(rest)
-        review.decision_record(
+        services.decision_record(
             a_id=pair.a,
             b_id=pair.b,
             verdict=verdict,
@@ -109,7 +110,7 @@ def decision_create(request: HttpRequest) -> HttpResponse:
             seen=pair.seen,
             note=request.POST.get("note", "")[:500],
         )
-    except (review.DecisionConflict, review.DecisionInvalid) as error:
+    except (services.DecisionConflict, services.DecisionInvalid) as error:
         messages.error(request, str(error))
         if request.POST.get("here"):
             return redirect(_next(request, "here"))  # not on to the next pair: this one failed
@@ -135,10 +136,10 @@ def decisions_bulk(request: HttpRequest) -> HttpResponse:
         return redirect(_next(request))
     try:
         pairs = [_pair(v) for v in values]
-        done, problems = review.decisions_bulk(
+        done, problems = services.decisions_bulk(
             pairs=pairs, verdict=request.POST.get("verdict", ""), user=request.user
         )
-    except review.DecisionInvalid as error:
+    except services.DecisionInvalid as error:
         messages.error(request, str(error))
         return redirect(_next(request))
     if done:
@@ -156,14 +157,14 @@ def decisions_cluster(request: HttpRequest) -> HttpResponse:
         article_id = int(request.POST.get("cluster", ""))
         threshold = ctx.threshold_parse(request.POST)
         pairs = [
-            review.PairDecision(a, b, seen)
+            services.PairDecision(a, b, seen)
             for a, b, seen in ctx.cluster_waiting_pairs(article_id, threshold)
         ]
-        done, problems = review.decisions_bulk(
+        done, problems = services.decisions_bulk(
             pairs=pairs, verdict=request.POST.get("verdict", ""), user=request.user
         )
-    except (ValueError, review.DecisionInvalid) as error:
-        message = str(error) if isinstance(error, review.DecisionInvalid) else ""
+    except (ValueError, services.DecisionInvalid) as error:
+        message = str(error) if isinstance(error, services.DecisionInvalid) else ""
         messages.error(request, message or _("That cluster could not be read; reload the page."))
         return redirect(_next(request))
     if done:
@@ -184,12 +185,12 @@ def original_choose(request: HttpRequest) -> HttpResponse:
         seen = int(request.POST.get("seen_original", "0") or 0)
         threshold = ctx.threshold_parse(request.POST)
         members = ctx.cluster_member_ids(article_id, threshold)
-        review.original_choose(
+        services.original_choose(
             article_id=article_id, member_ids=members, user=request.user, seen=seen
         )
     except ValueError:
         messages.error(request, _("That article could not be read; reload the page."))
-    except (review.DecisionConflict, review.DecisionInvalid) as error:
+    except (services.DecisionConflict, services.DecisionInvalid) as error:
         messages.error(request, str(error))
     else:
         messages.success(request, _("Article %(id)s is now the original.") % {"id": article_id})
@@ -255,16 +256,16 @@ def _with_article_fields(rows: list[list]):
         yield row + list(fields.get(row[1], ("", "", "")))
 
 
-def _cluster_rows(found: clusters.Clustering):
+def _cluster_rows(found: clusterings.Clustering):
     yield [
         "cluster", "article", "role", "size", "via", "kind", "distance", "similarity", "source",
         "external_id", "title", "url",
     ]  # fmt: skip
     table = found.table
-    grouped, starts, ends = clusters.cluster_groups(found)
+    grouped, starts, ends = clusterings.cluster_groups(found)
     batch: list[list] = []
     for c in range(len(found.size)):
-        members, _edges = clusters.member_paths(found, c, grouped[starts[c] : ends[c]])
+        members, _edges = clusterings.member_paths(found, c, grouped[starts[c] : ends[c]])
         original = members[0].article_id
         for m in members:
             source = table.sources[table.source[m.node]] if table.sources else ""
@@ -281,7 +282,7 @@ def _cluster_rows(found: clusters.Clustering):
                     "member",
                     len(members),
                     m.via,
-                    clusters.KIND_NAMES[int(table.kind[m.edge])],
+                    clusterings.KIND_NAMES[int(table.kind[m.edge])],
                     "" if d < 0 else d,
                     f"{float(table.similarity[m.edge]):.4f}",
                     source,
@@ -301,6 +302,6 @@ def clusters_export(request: HttpRequest) -> HttpResponse:
         threshold = ctx.threshold_parse(request.GET)
     except ctx.ParamError as error:
         return _bad(request, error)
-    found = clusters.match_table().clustering(threshold.bars)
+    found = selectors.match_table().clustering(threshold.bars)
     name = f"clusters-near{threshold.near:g}-partial{threshold.partial:g}.csv"
     return _csv_response(_cluster_rows(found), name)

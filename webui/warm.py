@@ -19,15 +19,14 @@ _RIGHT = "编辑打开对比页面之前，词典和检测器已经载入。这�
 def warm() -> float:
     """Load the match table, the tokenizer and the detector; return the seconds it took. A
     failure (the database not migrated yet, say) is logged: the first request loads them."""
-    from dedup.clusters import match_table
-    from dedup.index import settings_current
+    from dedup.selectors import match_table, settings_current
     from webui.diff import text_diff
-    from webui.review_context import _detector
+    from webui.review_context import passage_detector
 
     start = time.perf_counter()
     try:
         match_table()
-        _detector(settings_current().active().engine_config()).passages(_LEFT)
+        passage_detector(settings_current().active().engine_config()).passages(_LEFT)
         text_diff(_LEFT, _RIGHT)
     except Exception:
         logger.exception("warming up failed; the first request will load what it needs")

@@ -26,10 +26,10 @@ from dedup.api.schemas import (
     UploadCreated,
     UploadOut,
 )
-from dedup.clusters import Bars
 from dedup.errors import ArticleInvalid, DedupError, UploadTooLarge
 from dedup.index import settings_current
 from dedup.models import Article
+from dedup.selectors import Bars
 
 MAX_ARTICLES_PER_REQUEST = 1000
 PAGE_MAX = 500

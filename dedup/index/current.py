@@ -1,5 +1,6 @@
-"""What the index works under now: the settings row (settings_current), the Detector its
-settings build, once per process (detector_for), and the start of the retention window."""
+"""What the index works under now: the Detector the settings build, once per process
+(detector_for), and the start of the retention window. The settings row itself is read by
+dedup.selectors.settings_current (re-exported here for the index's modules)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,12 @@ from django.utils import timezone
 
 from dedup.engine.verify import Detector
 from dedup.models import Settings
+from dedup.selectors.settings import settings_current
 
 _detectors: dict[tuple, Detector] = {}
 _detectors_lock = threading.Lock()
 
-
-def settings_current() -> Settings:
-    """Return the settings row, with active_version set on first use."""
-    row = Settings.load()
-    if not row.active_version:
-        Settings.objects.filter(pk=row.pk, active_version="").update(
-            active_version=row.index_version, active_config=row.config_fields()
-        )
-        row.refresh_from_db()
-    return row
+__all__ = ["detector_for", "retention_start", "settings_current"]
 
 
 def detector_for(settings: Settings) -> Detector:

@@ -6,19 +6,29 @@ matches are written with `ignore_conflicts`, and upload rows are keyed by (uploa
 
 The services live in modules by what they write: `ingest` (articles from a request),
 `uploads` (files read into articles), `processing` (a chunk fingerprinted, indexed and
-matched; stuck articles sent again; pruning), `checks` (a text checked, nothing stored) and
-`reindex` (settings and the rebuilds they start). Callers import them from here; a test that
+matched; stuck articles sent again; pruning), `checks` (a text checked, nothing stored),
+`decisions` (editors' verdicts), `settings` (what an admin tunes) and `rebuilds` (the state
+machine a settings change or an upgrade starts). Callers import them from here; a test that
 patches a module's knob (MAX_UPLOAD_ERRORS) patches it in the module that reads it.
 """
 
 from dedup.errors import ArticleInvalid, DedupError, SettingsInvalid, UploadTooLarge
 from dedup.services.checks import text_check
+from dedup.services.decisions import (
+    DecisionConflict,
+    DecisionInvalid,
+    PairDecision,
+    decision_record,
+    decisions_bulk,
+    original_choose,
+)
 from dedup.services.ingest import Submitted as Submitted
 from dedup.services.ingest import article_clean as article_clean
 from dedup.services.ingest import articles_ingest, articles_submit
 from dedup.services.processing import articles_process, articles_prune, articles_requeue_stuck
-from dedup.services.reindex import EDITABLE as EDITABLE
-from dedup.services.reindex import index_rebuild, settings_update
+from dedup.services.rebuilds import index_rebuild, index_rebuild_start, index_upgrade
+from dedup.services.settings import EDITABLE as EDITABLE
+from dedup.services.settings import settings_update
 from dedup.services.uploads import (
     upload_abandon,
     upload_create,
@@ -30,7 +40,10 @@ from dedup.services.webhooks import deliveries_resend, webhook_start, webhooks_d
 
 __all__ = [
     "ArticleInvalid",
+    "DecisionConflict",
+    "DecisionInvalid",
     "DedupError",
+    "PairDecision",
     "SettingsInvalid",
     "UploadTooLarge",
     "articles_ingest",
@@ -38,8 +51,13 @@ __all__ = [
     "articles_prune",
     "articles_requeue_stuck",
     "articles_submit",
+    "decision_record",
+    "decisions_bulk",
     "deliveries_resend",
     "index_rebuild",
+    "index_rebuild_start",
+    "index_upgrade",
+    "original_choose",
     "settings_update",
     "text_check",
     "upload_abandon",

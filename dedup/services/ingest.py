@@ -110,7 +110,7 @@ def _parse_published(value, at: str, number: int | None) -> datetime | None:
     return parsed
 
 
-def _article(fields: dict, *, now: datetime, upload=None, row: int | None = None) -> Article:
+def article_new(fields: dict, *, now: datetime, upload=None, row: int | None = None) -> Article:
     return Article(
         **fields,
         dated_at=fields["published_at"] or now,
@@ -121,7 +121,7 @@ def _article(fields: dict, *, now: datetime, upload=None, row: int | None = None
     )
 
 
-def enqueue_process(article_ids: list[int]) -> None:
+def articles_enqueue(article_ids: list[int]) -> None:
     """Send the articles to the workers in chunks once the transaction commits."""
     from dedup import tasks
 
@@ -182,13 +182,13 @@ def articles_submit(
             continue
         if key is not None:
             first_row[key] = i
-        fresh[i] = _article(fields, now=now, upload=upload)
+        fresh[i] = article_new(fields, now=now, upload=upload)
         answers.append(("replaced" if old else "created", i, old.pk if old else None))
     replaced = [old for _, _, old in answers if old is not None]
     if replaced:
         Article.objects.filter(id__in=replaced).delete()
     Article.objects.bulk_create(list(fresh.values()))  # sets their ids
-    enqueue_process([a.pk for a in fresh.values()])
+    articles_enqueue([a.pk for a in fresh.values()])
     return [
         Submitted(fresh[found] if isinstance(found, int) else found, outcome, old)
         for outcome, found, old in answers

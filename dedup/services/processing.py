@@ -26,7 +26,7 @@ from dedup.models import (
     UploadBatch,
     UploadState,
 )
-from dedup.services.uploads import _upload_finish_if_processed
+from dedup.services.uploads import upload_finish_if_processed
 from dedup.services.webhooks import webhooks_notify
 
 # The name these lines were logged under before services.py became a package.
@@ -82,7 +82,7 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         )
         for b, a in exact.items()
     ]  # fmt: skip
-    found = _matches_find(items, settings, detector, version, plan, clock)
+    found = matches_find(items, settings, detector, version, plan, clock)
     done = []
     for item, result in zip(items, found, strict=True):
         if isinstance(result, Exception):
@@ -105,7 +105,7 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         for upload_id, count in sorted(per_upload.items()):
             UploadBatch.objects.filter(id=upload_id).update(processed=F("processed") + count)
     for upload_id in sorted(per_upload):
-        _upload_finish_if_processed(upload_id)
+        upload_finish_if_processed(upload_id)
     clock.lap("write")
     logger.info("articles_process: %d articles, %s", len(claimed), clock)
 
@@ -241,7 +241,7 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
     return copies
 
 
-def _matches_find(
+def matches_find(
     items, settings, detector, version, plan, clock: _Clock | None = None
 ) -> list[list[Match] | Exception]:
     """Return the unsaved matches of each indexed article (or the error that stopped it)."""
@@ -280,7 +280,7 @@ def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     for upload_id in UploadBatch.objects.filter(state=UploadState.PROCESSING).values_list(
         "id", flat=True
     ):
-        _upload_finish_if_processed(upload_id, recount=True)
+        upload_finish_if_processed(upload_id, recount=True)
     now = timezone.now()
     cutoff = now - timedelta(seconds=older_than_seconds)
     # claimed_at of a pending article records when it was last sent again, so that a long

@@ -20,7 +20,7 @@ from dedup.engine.records import BadRow, InputError
 from dedup.errors import ArticleInvalid, UploadTooLarge
 from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
 from dedup.readers import SUPPORTED, Limits, upload_rows
-from dedup.services.ingest import article_clean, enqueue_process
+from dedup.services.ingest import article_clean, articles_enqueue
 from dedup.services.webhooks import upload_finished_notify
 
 ANALYZE_AFTER_ROWS = 5000  # an upload this big refreshes the article table's statistics
@@ -176,7 +176,7 @@ class _Reading:
         with transaction.atomic():
             # Another run of this upload (a task delivered twice) may have made some already.
             created = _articles_insert(self.pending, upload_id=upload_id, now=self.now)
-            enqueue_process(sorted(created))
+            articles_enqueue(sorted(created))
             UploadBatch.objects.filter(id=upload_id).update(
                 total_rows=self.total,
                 accepted=self.accepted,
@@ -272,7 +272,7 @@ def _upload_read(batch: UploadBatch, reading: _Reading) -> UploadBatch:
         # fix them within minutes, while the workers are busy with these very articles.
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE dedup_article")
-    _upload_finish_if_processed(batch.id)
+    upload_finish_if_processed(batch.id)
     batch.refresh_from_db()
     return batch
 
@@ -313,7 +313,7 @@ def _upload_fail(batch: UploadBatch, message: str) -> UploadBatch:
     return batch
 
 
-def _upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> None:
+def upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> None:
     """Mark an upload done once all its articles are finished: by its counter, or (recount)
     by looking for an article still waiting, which also catches articles deleted meanwhile."""
     processing = UploadBatch.objects.filter(id=upload_id, state=UploadState.PROCESSING)
@@ -344,7 +344,7 @@ def upload_delete(*, upload_id: int) -> int:
     Article.objects.filter(id__in=orphans).update(
         status=ArticleStatus.PENDING, exact_of=None, status_message="", claimed_at=None
     )
-    enqueue_process(sorted(orphans))
+    articles_enqueue(sorted(orphans))
     name = batch.file.name
     batch.delete()
     if name:

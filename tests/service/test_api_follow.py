@@ -11,7 +11,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import timezone
 
-from dedup import review, selectors
+from dedup import selectors, services
 from dedup.models import ApiToken, Article, Decision, Match, Settings
 from tests.texts import ARTICLE, NEAR, OTHER
 
@@ -206,12 +206,12 @@ def test_decision_listing_follows_editors(client):
     a, b = _article("一"), _article("二", body=NEAR)
     # Editors decide on pairs that matched (decisions on others are refused).
     Match.objects.create(a=a, b=b, kind="near", similarity=0.9, version=_matches_version())
-    first = review.decision_record(a_id=a.pk, b_id=b.pk, verdict="duplicate", user=editor, seen=0)
+    first = services.decision_record(a_id=a.pk, b_id=b.pk, verdict="duplicate", user=editor, seen=0)
     page = client.get("/api/decisions").json()
     assert [(d["id"], d["verdict"], d["decided_by"]) for d in page["decisions"]] == [
         (first.pk, "duplicate", "editor")
     ]
-    review.decision_record(
+    services.decision_record(
         a_id=a.pk, b_id=b.pk, verdict="not_duplicate", user=editor, seen=first.pk
     )
     later = client.get("/api/decisions", {"after": page["next"]}).json()["decisions"]

@@ -13,7 +13,6 @@ from django.db import connection
 from django.utils import timezone
 
 from dedup import index, selectors, services, tasks
-from dedup.clusters import Bars
 from dedup.engine.verify import Features
 from dedup.errors import ArticleInvalid, SettingsInvalid, UploadTooLarge
 from dedup.models import (
@@ -27,6 +26,7 @@ from dedup.models import (
     UploadBatch,
     to_unsigned,
 )
+from dedup.selectors import Bars
 from tests.texts import ARTICLE, EXACT, NEAR, OTHER, PAGE, stranger
 
 pytestmark = pytest.mark.django_db
@@ -480,13 +480,13 @@ def test_thresholds_are_shares_and_the_short_text_one_reaches_the_detector():
 def test_a_rebuild_whose_version_changed_under_it_ends_failed_not_running(monkeypatch):
     process(ARTICLE)
     job = services.settings_update(top_n=64)
-    real = services.reindex._rebuild_chunk
+    real = services.rebuilds._rebuild_chunk
 
     def chunk_then_settings_move_on(*args):
         real(*args)
         Settings.objects.filter(pk=1).update(top_n=128)  # not through settings_update
 
-    monkeypatch.setattr(services.reindex, "_rebuild_chunk", chunk_then_settings_move_on)
+    monkeypatch.setattr(services.rebuilds, "_rebuild_chunk", chunk_then_settings_move_on)
     job = services.index_rebuild(job_id=job.pk)
     assert job.state == "failed" and "superseded" in job.message
     assert index.settings_current().active_version != job.version  # never switched to it

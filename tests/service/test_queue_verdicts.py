@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import translation
 
-from dedup import clusters
+from dedup import selectors
 from dedup.models import ApiToken, Article, Match, MatchKind, Settings
 from tests import roles
 from tests.texts import ARTICLE, EXACT, NEAR, OTHER, stranger
@@ -90,7 +90,7 @@ def api(editor) -> Client:
 def corpus(tmp_path, api, worker, wait_until) -> dict:
     """Upload ROWS through the API and wait until the worker matched them; return the file's
     path and {article pk: row id}."""
-    clusters.table_forget()  # a table cached by an earlier test's database
+    selectors.table_forget()  # a table cached by an earlier test's database
     path = tmp_path / "corpus.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ROWS), "utf-8")
     with path.open("rb") as file:
@@ -104,7 +104,7 @@ def corpus(tmp_path, api, worker, wait_until) -> dict:
 
     wait_until(finished, timeout=60, message="the upload processed")
     yield {"path": path, "ids": dict(Article.objects.values_list("id", "external_id"))}
-    clusters.table_forget()
+    selectors.table_forget()
 
 
 def queue_pairs(web: Client, ids: dict) -> Pairs:

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from dedup import index, rebuilds, services, tasks
+from dedup import index, services, tasks
 from dedup.engine import features as engine_features
 from dedup.engine.verify import Features
 from dedup.management.commands import rebuild as rebuild_command
@@ -133,17 +133,17 @@ def test_an_upgrade_starts_one_rebuild_that_restores_the_index(
     sent, django_capture_on_commit_callbacks
 ):
     article, near, *_ = process(*TEXTS)
-    assert rebuilds.index_upgrade() is None  # this release made these rows: nothing to do
+    assert services.index_upgrade() is None  # this release made these rows: nothing to do
     old_release()
     with django_capture_on_commit_callbacks(execute=True):
-        job = rebuilds.index_upgrade()
-        assert rebuilds.index_upgrade() is None  # running already
+        job = services.index_upgrade()
+        assert services.index_upgrade() is None  # running already
     assert sent == [{"job_id": job.pk}]
     assert job.version == Settings.load().index_version and job.total == 4
     job = services.index_rebuild(job_id=job.pk)
     assert (job.state, job.done) == ("done", 4)
     assert_rebuilt_under_the_new_version((article, near))
-    assert rebuilds.index_upgrade() is None and RebuildJob.objects.count() == 1
+    assert services.index_upgrade() is None and RebuildJob.objects.count() == 1
 
 
 @pytest.mark.django_db
@@ -151,7 +151,7 @@ def test_an_old_releases_rebuild_is_superseded_by_one_to_the_new_version(sent):
     process(ARTICLE)
     old = old_release()
     stale = RebuildJob.objects.create(version=f"{old}-top_n-changed", total=1)
-    job = rebuilds.index_upgrade()
+    job = services.index_upgrade()
     stale.refresh_from_db()
     assert stale.state == "failed" and "superseded" in stale.message
     assert job.version == Settings.load().index_version
@@ -168,7 +168,7 @@ def test_workers_checking_at_the_same_moment_start_one_rebuild(sent):
     def check() -> None:
         try:
             barrier.wait()
-            started.append(rebuilds.index_upgrade())
+            started.append(services.index_upgrade())
         except Exception as error:  # pragma: no cover - reported below
             errors.append(error)
         finally:
@@ -214,7 +214,7 @@ def test_index_health_says_whether_the_upgrades_rebuild_runs(sent, capsys):
     call_command("index_health")
     out = capsys.readouterr().out
     assert f"version in use: {old}" in out and "no rebuild running" in out
-    rebuilds.index_upgrade()
+    services.index_upgrade()
     call_command("index_health")
     assert f"{Settings.load().index_version} (rebuilding)" in capsys.readouterr().out
 

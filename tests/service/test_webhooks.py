@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from dedup import review, services
+from dedup import services
 from dedup.models import Article, Match, Settings, Webhook, WebhookDelivery
 from tests.texts import ARTICLE, NEAR, OTHER
 
@@ -104,7 +104,9 @@ def test_receiver_gets_signed_match_decision_and_upload_events(
     assert match["similarity"] >= 0.5
 
     editor = User.objects.create_user("editor")
-    review.decision_record(a_id=original.pk, b_id=copy.pk, verdict="duplicate", user=editor, seen=0)
+    services.decision_record(
+        a_id=original.pk, b_id=copy.pk, verdict="duplicate", user=editor, seen=0
+    )
     [decision] = wait_until(lambda: of("decision.created"), message="a decision event")
     assert (decision["decision"]["verdict"], decision["decision"]["decided_by"]) == (
         "duplicate",
@@ -143,7 +145,7 @@ def test_failing_receiver_is_retried_then_marked_failed_and_can_be_sent_again(
         # Editors decide on pairs that matched: this one as if the queue had shown it.
         version = Settings.load().active_version
         Match.objects.create(a=a, b=b, kind="partial", similarity=0.5, version=version)
-        review.decision_record(a_id=a.pk, b_id=b.pk, verdict="not_duplicate", user=editor, seen=0)
+        services.decision_record(a_id=a.pk, b_id=b.pk, verdict="not_duplicate", user=editor, seen=0)
         delivery = wait_until(
             lambda: WebhookDelivery.objects.filter(webhook=webhook, state="failed").first(),
             timeout=60,

@@ -32,11 +32,11 @@ def article(n: int, body: str = "", **kw):
 
 @pytest.fixture(autouse=True)
 def fresh_table():
-    from dedup import clusters
+    from dedup import selectors
 
-    clusters.table_forget()  # each test's transaction starts from its own rows
+    selectors.table_forget()  # each test's transaction starts from its own rows
     yield
-    clusters.table_forget()
+    selectors.table_forget()
 
 
 @pytest.fixture

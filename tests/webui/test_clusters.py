@@ -7,8 +7,9 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from dedup import clusters
-from dedup.clusters import (
+from dedup import selectors
+from dedup.selectors import clusterings
+from dedup.selectors.clusterings import (
     DUPLICATE,
     REJECTED,
     UNDECIDED,
@@ -28,7 +29,7 @@ def table(edges, *, n=None, dated=None, decisions=None, chosen=None, lengths=Non
     return MatchTable(
         a=np.array([e[0] for e in edges], np.int32),
         b=np.array([e[1] for e in edges], np.int32),
-        kind=np.array([clusters.KIND_CODES[e[2]] for e in edges], np.int8),
+        kind=np.array([clusterings.KIND_CODES[e[2]] for e in edges], np.int8),
         distance=np.array([-1 if e[3] is None else e[3] for e in edges], np.int16),
         similarity=np.array([e[4] for e in edges], np.float32),
         decision=np.array(decisions or [UNDECIDED] * m, np.int8),
@@ -164,8 +165,8 @@ def test_similarity_histograms_count_each_kind_apart():
         [(0, 1, "near", 1, 0.45), (0, 2, "near", 9, 0.95), (3, 4, "partial", 20, 0.5)],
         decisions=[UNDECIDED, REJECTED, UNDECIDED],
     )
-    assert clusters.similarity_histogram(t, "near") == [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]
-    assert clusters.similarity_histogram(t, "partial") == [0, 0, 0, 0, 0, 1, 0, 0, 0, 0]
+    assert clusterings.similarity_histogram(t, "near") == [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]
+    assert clusterings.similarity_histogram(t, "partial") == [0, 0, 0, 0, 0, 1, 0, 0, 0, 0]
 
 
 def test_original_is_the_earliest_unless_an_editor_chose_one():
@@ -231,8 +232,8 @@ def test_table_load_reads_matches_decisions_and_articles(django_user_model):
     Decision.objects.create(a_id=ids[0], b_id=ids[1], verdict="duplicate")
     Decision.objects.create(a_id=ids[0], b_id=ids[1], verdict="not_duplicate")
     Decision.objects.create(a_id=ids[2], verdict="original")
-    clusters.table_forget()
-    t = clusters.match_table()
+    selectors.table_forget()
+    t = selectors.match_table()
     assert t.article_id.tolist() == ids[:3]
     assert t.decision.tolist() == [REJECTED, UNDECIDED]
     assert t.distance.tolist() == [2, -1]
@@ -241,10 +242,10 @@ def test_table_load_reads_matches_decisions_and_articles(django_user_model):
     found = t.clustering(Bars())
     assert groups(found) == [{ids[1], ids[2]}]
     assert t.article_id[found.original[0]] == ids[2]
-    assert clusters.match_table() is t  # nothing changed: the cached table
+    assert selectors.match_table() is t  # nothing changed: the cached table
     Decision.objects.create(a_id=ids[2], b_id=ids[1], verdict="duplicate")
-    again = clusters.match_table()
+    again = selectors.match_table()
     assert again is not t and again.decision.tolist() == [REJECTED, DUPLICATE]
     assert t.decision.tolist() == [REJECTED, UNDECIDED]  # a copy: clusterings stay consistent
     Match.objects.create(a_id=ids[2], b_id=ids[3], kind="exact", distance=0, similarity=1.0)
-    assert len(clusters.match_table().article_id) == 4
+    assert len(selectors.match_table().article_id) == 4

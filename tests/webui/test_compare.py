@@ -158,7 +158,7 @@ def test_boilerplate_learned_from_stored_articles_is_folded(editor_client):
 
 def _detector():
     from dedup.models import Settings
-    from webui.review_context import _detector as detector
+    from webui.review_context import passage_detector as detector
 
     return detector(Settings.load().active().engine_config())
 

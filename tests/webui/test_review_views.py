@@ -316,7 +316,7 @@ def test_whole_cluster_decided_at_once_including_pairs_not_on_screen(
     editor_client, chain, monkeypatch
 ):
     a, b, c = chain
-    monkeypatch.setattr("webui.review_context.MEMBERS_SHOWN", 2)  # c is off the page
+    monkeypatch.setattr("webui.cluster_page.MEMBERS_SHOWN", 2)  # c is off the page
     page = editor_client.get(f"/clusters/{a.id}/")
     assert len(page.context["rows"]) == 2
     assert 'id="cluster-all-duplicate"' in page.content.decode()
@@ -503,7 +503,7 @@ def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
 
     from django.db import connection
 
-    from dedup import review
+    from dedup import services
 
     a, b = article(1), article(2)
     Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.81)
@@ -514,9 +514,9 @@ def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
     def decide(user, verdict):
         try:
             barrier.wait()
-            review.decision_record(a_id=a.id, b_id=b.id, verdict=verdict, user=user, seen=0)
+            services.decision_record(a_id=a.id, b_id=b.id, verdict=verdict, user=user, seen=0)
             outcomes.append("ok")
-        except review.DecisionConflict:
+        except services.DecisionConflict:
             outcomes.append("conflict")
         finally:
             connection.close()

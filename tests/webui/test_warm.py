@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup import clusters, services
+from dedup import selectors, services
 from tests.texts import ARTICLE, NEAR
 from tests.workers import ROOT, database_url
 from webui import review_context, warm
@@ -20,19 +20,19 @@ from webui import review_context, warm
 
 @pytest.mark.django_db
 def test_warm_loads_the_match_table_and_the_detector():
-    clusters.table_forget()
-    review_context._detector.cache_clear()
+    selectors.table_forget()
+    review_context.passage_detector.cache_clear()
     services.articles_ingest(rows=[{"text": ARTICLE}, {"text": NEAR}])
     assert warm.warm() > 0
-    assert clusters._cached is not None  # the table is cached for the queue
-    assert review_context._detector.cache_info().currsize == 1
+    assert selectors.match_cache().loaded  # the table is cached for the queue
+    assert review_context.passage_detector.cache_info().currsize == 1
 
 
 def test_warm_failing_is_logged_not_raised(monkeypatch, caplog):
     def broken():
         raise RuntimeError("no such table: dedup_match")
 
-    monkeypatch.setattr(clusters, "match_table", broken)
+    monkeypatch.setattr(selectors, "match_table", broken)
     warm.warm()
     assert "warming up failed" in caplog.text and "no such table" in caplog.text
 

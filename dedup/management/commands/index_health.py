@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 
 from dedup import selectors
+from dedup.models import RebuildState
 
 
 class Command(BaseCommand):
@@ -63,6 +64,10 @@ class Command(BaseCommand):
 def _next(health: dict) -> str:
     """Say whether the rebuild to the settings' (and this release's) version is running."""
     rebuild = health["rebuild"]
-    if rebuild and rebuild["state"] == "running" and rebuild["version"] == health["index_version"]:
+    if (
+        rebuild
+        and rebuild["state"] == RebuildState.RUNNING
+        and rebuild["version"] == health["index_version"]
+    ):
         return "rebuilding"
     return "no rebuild running: a worker starting, or manage.py rebuild, starts it"

@@ -7,9 +7,9 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections, connections
 
-from dedup import rebuilds, services
+from dedup import services
 from dedup.management.commands._ops import POLL_SECONDS, progress, wait_until, worker_running
-from dedup.models import RebuildJob
+from dedup.models import RebuildJob, RebuildState
 
 
 class Command(BaseCommand):
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         worker = worker_running()
         # To this release's version: a new one after an upgrade, else the active one again
         # (every article re-matched, what is missing refilled). A worker runs a new job.
-        job, started = rebuilds.index_rebuild_start(send=worker)
+        job, started = services.index_rebuild_start(send=worker)
         self.stdout.write(
             f"{'Started' if started else 'Following'} rebuild {job.pk} to {job.version} "
             f"({job.total} article(s))."
@@ -44,7 +44,7 @@ class Command(BaseCommand):
         elif worker:
             self.stdout.write("The worker is rebuilding: follow it with --wait or in the admin.")
             return
-        if job.state != "done":
+        if job.state != RebuildState.DONE:
             raise CommandError(f"rebuild {job.pk} is {job.state}: {job.message or 'see the log'}")
         self.stdout.write(f"Rebuild {job.pk} done: {job.done} article(s) under {job.version}.")
 
@@ -79,4 +79,4 @@ def _state(job: RebuildJob) -> tuple[bool, int, int | None]:
     row = RebuildJob.objects.filter(pk=job.pk).values("state", "done", "total").first()
     if row is None:
         return True, 0, None
-    return row["state"] != "running", row["done"], row["total"] or None
+    return row["state"] != RebuildState.RUNNING, row["done"], row["total"] or None

@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 
 from dedup.db import change_lock
 from dedup.models import Article, Decision, Match, Verdict
+from dedup.selectors.decisions import original_latest, pair_latest
 from dedup.services.webhooks import webhooks_notify
 
 PAIR_VERDICTS = (Verdict.DUPLICATE, Verdict.NOT_DUPLICATE)
@@ -65,17 +66,6 @@ def _check_seen(latest: Decision | None, seen: int) -> None:
         raise DecisionInvalid(_("That decision is gone; reload the page."))
     if latest is not None and latest.id != seen:
         raise DecisionConflict(latest)
-
-
-def pair_latest(a_id: int, b_id: int) -> Decision | None:
-    """Return the decision that counts for a pair: the latest."""
-    lo, hi = sorted((a_id, b_id))
-    return (
-        Decision.objects.filter(a_id=lo, b_id=hi)
-        .select_related("decided_by")
-        .order_by("-id")
-        .first()
-    )
 
 
 def _pair_record(pair: PairDecision, verdict: str, user, note: str) -> Decision:
@@ -128,16 +118,6 @@ def decisions_bulk(*, pairs: list[PairDecision], verdict: str, user) -> tuple[in
         except DecisionInvalid as error:
             problems.append(f"{pair.a} ~ {pair.b}: {error}")
     return recorded, problems
-
-
-def original_latest(member_ids: list[int]) -> Decision | None:
-    """Return the latest "original" choice among a cluster's members."""
-    return (
-        Decision.objects.filter(a_id__in=member_ids, b__isnull=True, verdict=Verdict.ORIGINAL)
-        .select_related("decided_by")
-        .order_by("-id")
-        .first()
-    )
 
 
 @transaction.atomic

@@ -1,7 +1,7 @@
 """Clusters drawn from stored matches at any threshold, without re-fingerprinting.
 
-Every match is loaded once per process into numpy arrays (`MatchTable`), refreshed when a match
-or a decision is added (one cheap query per request tells). What editors see is decided by kind
+Every match is held in numpy arrays (`MatchTable`, loaded and kept current by
+`dedup.selectors.matches`). What editors see is decided by kind
 and verified similarity alone (`Bars`): the fingerprint distance only found the candidates.
 Clusters are the connected components of the matches shown, found by vectorised label
 propagation with pointer jumping: a Python loop over 150,000 edges would cost most of the time
@@ -10,7 +10,6 @@ budget.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -18,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dedup.engine.graph import components
+
+_lock = threading.Lock()  # the clusterings a table caches, shared by a process's threads
 
 KIND_CODES = {"exact": 0, "near": 1, "partial": 2}
 KIND_NAMES = {code: name for name, code in KIND_CODES.items()}
@@ -61,13 +62,22 @@ class MatchTable:
     sources: list[str]
     titles: list[str]  # node index -> title, case-folded (searched in memory)
     chosen: np.ndarray  # node index -> id of an "original" decision naming it, else 0
-    pair_keys: np.ndarray  # a * 2**32 + b of every match, sorted
+    pair_keys: np.ndarray  # node a * 2**32 + node b of every match (pair_key), sorted
     pair_order: np.ndarray  # match index of each of pair_keys
+    decisions_seen: int = 0  # the latest decision id read into the table
     _clusterings: OrderedDict = field(default_factory=OrderedDict, repr=False)
 
     def node(self, article_id: int) -> int | None:
         """Return the node index of an article, or None when it has no match."""
-        return _index(self.article_id, article_id)
+        return sorted_find(self.article_id, article_id)
+
+    def pair(self, x: int, y: int) -> int | None:
+        """Return the index of the match between two articles (either order), or None."""
+        i, j = self.node(x), self.node(y)
+        if i is None or j is None:
+            return None
+        found = sorted_find(self.pair_keys, pair_key(min(i, j), max(i, j)))
+        return None if found is None else int(self.pair_order[found])
 
     def shown(self, bars: Bars, *, rejected: bool = False) -> np.ndarray:
         """Return the mask of matches shown at these bars; pairs an editor rejected only
@@ -81,6 +91,11 @@ class MatchTable:
         """Return the ids of matched articles whose title contains q (any letter case)."""
         q = q.casefold()
         return self.article_id[[i for i, title in enumerate(self.titles) if q in title]]
+
+    def clusterings_forget(self) -> None:
+        """Drop the clusterings computed from this table (benchmarks time them afresh)."""
+        with _lock:
+            self._clusterings.clear()
 
     def clustering(self, bars: Bars, *, rejected: bool = False) -> Clustering:
         """Return the clusters at these bars, cached: a slider moved back and forth costs
@@ -192,9 +207,16 @@ def member_paths(
     return list(found.values()), edges
 
 
-def _index(sorted_values: np.ndarray, value: int) -> int | None:
+def sorted_find(sorted_values: np.ndarray, value: int) -> int | None:
+    """Return where a value is in a sorted array, or None when it is not there."""
     i = int(np.searchsorted(sorted_values, value))
     return i if i < len(sorted_values) and sorted_values[i] == value else None
+
+
+def pair_key(a, b):
+    """Return one int64 per pair of node indexes (int32 each, so the key never overflows);
+    works on arrays and on ints alike."""
+    return (np.asarray(a, np.int64) << 32) | np.asarray(b, np.int64)
 
 
 BANDS = {  # length bands of a cluster's original, in characters: [low, high)
@@ -270,149 +292,3 @@ def cluster_groups(clustering: Clustering) -> tuple[np.ndarray, np.ndarray, np.n
     order = np.argsort(by, kind="stable")
     starts = np.searchsorted(by[order], np.arange(len(clustering.size) + 1))
     return shown[order], starts[:-1], starts[1:]
-
-
-# --- loading ----------------------------------------------------------------------------
-
-
-_lock = threading.Lock()
-_cached: tuple[tuple, MatchTable] | None = None
-
-
-def table_version() -> tuple:
-    """Return (latest match id, matches, latest decision id): what changes them (one query)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT (SELECT max(id) FROM dedup_match), (SELECT count(*) FROM dedup_match),"
-            " (SELECT max(id) FROM dedup_decision)"
-        )
-        return tuple(cursor.fetchone())
-
-
-def match_table() -> MatchTable:
-    """Return the process's match table, refreshed when matches or decisions changed.
-
-    New decisions alone are applied to a copy of the arrays (milliseconds); new or removed
-    matches read everything again (seconds at 150,000 matches, once)."""
-    global _cached
-    version = table_version()
-    cached = _cached
-    if cached is not None and cached[0] == version:
-        return cached[1]
-    if cached is not None and cached[0][:2] == version[:2]:
-        table = decisions_apply(cached[1], since=cached[0][2] or 0)
-    else:
-        table = table_load()
-    _cached = (version, table)
-    return table
-
-
-def table_forget() -> None:
-    """Drop the cached table (tests and benchmarks)."""
-    global _cached
-    _cached = None
-
-
-def _rows(sql: str, params=()) -> list[tuple]:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def _column(rows: list[tuple], i: int, dtype) -> np.ndarray:
-    return np.fromiter((r[i] for r in rows), dtype, len(rows))
-
-
-def table_load() -> MatchTable:
-    """Read every match, the latest decision per pair and the matched articles into arrays."""
-
-    rows = _rows(
-        "SELECT id, a_id, b_id,"
-        " CASE kind WHEN 'exact' THEN 0 WHEN 'partial' THEN 2 ELSE 1 END,"
-        " COALESCE(distance, -1), similarity FROM dedup_match ORDER BY id"
-    )
-    match_id, a_ids, b_ids = (_column(rows, i, np.int64) for i in range(3))
-    kind = _column(rows, 3, np.int8)
-    distance = _column(rows, 4, np.int16)
-    similarity = _column(rows, 5, np.float32)
-    del rows
-    article_id = np.unique(np.concatenate([a_ids, b_ids]))
-    n = len(article_id)
-    dated = np.zeros(n, np.int64)
-    length = np.zeros(n, np.int32)
-    source = np.zeros(n, np.int32)
-    sources: list[str] = []
-    titles: list[str] = []
-    if n:
-        epoch = "CAST(EXTRACT(EPOCH FROM dated_at) AS BIGINT)"
-        # One range scan beats an IN list of 100,000 ids; articles without a match are skipped.
-        rows = _rows(
-            f"SELECT id, {epoch}, length, source, title FROM dedup_article"
-            " WHERE id BETWEEN %s AND %s",
-            [int(article_id[0]), int(article_id[-1])],
-        )
-        ids = _column(rows, 0, np.int64)
-        where = np.minimum(np.searchsorted(article_id, ids), n - 1)
-        hit = article_id[where] == ids
-        names, codes = np.unique(np.array([r[3] for r in rows], dtype=object), return_inverse=True)
-        sources = [str(x) for x in names]
-        dated[where[hit]] = _column(rows, 1, np.int64)[hit]
-        length[where[hit]] = _column(rows, 2, np.int64)[hit]
-        source[where[hit]] = codes[hit]
-        folded = np.full(n, "", dtype=object)
-        folded[where[hit]] = np.array([r[4].casefold() for r in rows], dtype=object)[hit]
-        titles = folded.tolist()
-    pair_key = a_ids * (1 << 32) + b_ids  # matches come with a < b
-    by_key = np.argsort(pair_key)
-    table = MatchTable(
-        a=np.searchsorted(article_id, a_ids).astype(np.int32),
-        b=np.searchsorted(article_id, b_ids).astype(np.int32),
-        kind=kind,
-        distance=distance,
-        similarity=similarity,
-        decision=np.zeros(len(match_id), np.int8),
-        decision_id=np.zeros(len(match_id), np.int64),
-        match_id=match_id,
-        article_id=article_id,
-        dated=dated,
-        length=length,
-        source=source,
-        sources=sources,
-        titles=titles,
-        chosen=np.zeros(n, np.int64),
-        pair_keys=pair_key[by_key],
-        pair_order=by_key,
-    )
-    return decisions_apply(table, since=0, copy=False)
-
-
-def decisions_apply(table: MatchTable, *, since: int, copy: bool = True) -> MatchTable:
-    """Return the table with the decisions after id `since` applied (the latest counts)."""
-    if copy:
-        table = dataclasses.replace(
-            table,
-            decision=table.decision.copy(),
-            decision_id=table.decision_id.copy(),
-            chosen=table.chosen.copy(),
-            _clusterings=OrderedDict(),
-        )
-    codes = {"duplicate": DUPLICATE, "not_duplicate": REJECTED}
-    rows = _rows(
-        "SELECT id, a_id, b_id, verdict FROM dedup_decision WHERE id > %s ORDER BY id", [since]
-    )
-    for did, x, y, verdict in rows:  # in id order: the latest decision wins
-        if y is None:
-            i = _index(table.article_id, x)
-            if verdict == "original" and i is not None:
-                table.chosen[i] = did
-            continue
-        j = _index(table.pair_keys, min(x, y) * (1 << 32) + max(x, y))
-        if j is not None:
-            match = table.pair_order[j]
-            table.decision[match] = codes.get(verdict, UNDECIDED)
-            table.decision_id[match] = did
-    return table

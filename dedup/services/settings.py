@@ -1,0 +1,38 @@
+"""Settings an admin tunes: a change that alters what is stored starts a rebuild."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from dedup.engine.config import ConfigError
+from dedup.engine.plan import PlanError
+from dedup.errors import SettingsInvalid
+from dedup.models import RebuildJob
+from dedup.services.rebuilds import rebuild_start, settings_locked
+
+EDITABLE = ("threshold", "k_max", "capacity", "top_n", "tokenizer", "retention_days",
+            "stop_words", "near", "partial", "near_short", "partial_min_chars")  # fmt: skip
+
+
+def settings_update(**fields) -> RebuildJob | None:
+    """Change the settings; when what is stored changes (the index version), start a rebuild
+    unless one to the new version is running."""
+    unknown = sorted(set(fields) - set(EDITABLE))
+    if unknown:
+        raise SettingsInvalid(f"unknown setting(s) {', '.join(unknown)}; use {', '.join(EDITABLE)}")
+    with transaction.atomic():
+        row = settings_locked()
+        for name, value in fields.items():
+            setattr(row, name, value)
+        try:
+            row.full_clean(exclude=["active_version", "active_config"])
+            row.index_version  # noqa: B018 (builds the Config and the Plan: bad ones raise)
+        except (ConfigError, PlanError) as error:
+            raise SettingsInvalid(str(error)) from error
+        except Exception as error:  # ValidationError: name the fields
+            raise SettingsInvalid(str(error)) from error
+        if row.threshold > row.k_max:
+            raise SettingsInvalid(f"threshold {row.threshold} is over k_max {row.k_max}")
+        row.save()
+        job, _ = rebuild_start(row)
+        return job

@@ -232,14 +232,14 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
     Detector.fingerprint_and_features)."""
     length = kept_characters(normal)
     units = passage_lines(as_units(normal))
-    if merge._native is not None:
+    if merge.accelerated is not None:
         return _features_native(fingerprint, units, length)
     return _features_numpy(fingerprint, units, length)
 
 
 def _features_numpy(fingerprint: int | None, normal: str, characters: int) -> Features:
     """Return an article's features from its normalised text in units, with numpy."""
-    codes, lengths = _codes_and_passages(normal)
+    codes, lengths = codes_and_passages(normal)
     n = len(codes) - GRAM + 1
     if n <= 0:
         return _no_features(fingerprint, characters, len(codes))
@@ -286,13 +286,13 @@ def _features_native(fingerprint: int | None, normal: str, length: int) -> Featu
     least = _LINE_LEAST
     packed = np.empty(max(len(normal) - GRAM + 1, 1), np.uint64)
     keys = np.empty(len(normal) // least + 2, np.uint64)
-    units, n, count = merge._native.grams(normal, least, packed, keys)
+    units, n, count = merge.accelerated.grams(normal, least, packed, keys)
     if n <= 0:
         return _no_features(fingerprint, length, units)
     packed = packed[:n]
     packed.sort()
     shingles, passage_of = np.empty(n, np.uint32), np.empty(n, np.uint32)
-    kept = merge._native.firsts(packed, shingles, passage_of)
+    kept = merge.accelerated.firsts(packed, shingles, passage_of)
     passage_of = passage_of[:kept]
     return Features(
         fingerprint=fingerprint,
@@ -318,7 +318,7 @@ def _no_features(fingerprint: int | None, length: int, units: int) -> Features:
 _LINE_LEAST = GRAM
 
 
-def _codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:
+def codes_and_passages(normal: str) -> tuple[np.ndarray, list[int]]:
     """Return the code points without separators, and the length of each passage in them,
     from passage_lines' text."""
     kept = normal.replace(",", "").replace(" ", "")

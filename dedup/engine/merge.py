@@ -18,7 +18,7 @@ import numpy as np
 from dedup.engine import native
 
 # None without a C compiler at install time, or with DEDUP_NO_NATIVE set: numpy does the work.
-_native = native.load()
+accelerated = native.load()  # the compiled module, or None: the numpy paths below
 
 if TYPE_CHECKING:
     from dedup.engine.features import Features
@@ -33,15 +33,15 @@ _UNMARK = np.uint32((1 << 31) - 1)
 
 def shared_counts(x: np.ndarray, ys: list[np.ndarray]) -> list[int]:
     """Return how many values a sorted array of distinct uint32 shares with each of others."""
-    if _native is not None:
-        return _native.shared_counts(x, ys)
+    if accelerated is not None:
+        return accelerated.shared_counts(x, ys)
     return [shared_count(x, y) for y in ys]
 
 
 def shared_count(x: np.ndarray, y: np.ndarray) -> int:
     """Return how many values two sorted arrays of distinct uint32 share."""
-    if _native is not None:
-        return _native.shared_count(x, y)
+    if accelerated is not None:
+        return accelerated.shared_count(x, y)
     # Sorting two sorted runs is one merge (numpy's stable sort finds the runs).
     both = np.concatenate((x, y))
     both.sort(kind="stable")
@@ -54,9 +54,9 @@ def partial_passages(fa: Features, fb: Features) -> list[tuple[int, int]]:
     small_is_a = len(fa.shingles) <= len(fb.shingles)
     mine, theirs = (fa, fb) if small_is_a else (fb, fa)
     width, rows = len(theirs.passage_keys), len(mine.passage_keys)
-    if _native is None or rows * width > MAX_DENSE_PASSAGE_PAIRS or not rows:
+    if accelerated is None or rows * width > MAX_DENSE_PASSAGE_PAIRS or not rows:
         return shared_passages(fa, fb, *shared_shingles(fa, fb))
-    found = _native.partial_passages(
+    found = accelerated.partial_passages(
         mine.shingles, mine.passage_of, theirs.shingles, theirs.passage_of,
         mine.half_passages, width,
     )  # fmt: skip

@@ -44,8 +44,8 @@ from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine
     FEATURES_FORMAT,
     GRAM,
     Features,
-    _codes_and_passages,
     as_units,
+    codes_and_passages,
     features_of,
     passage_lines,
     units_of,
@@ -144,7 +144,7 @@ class Detector:
         """Return a text's passages, normalised, numbered as in `Duplicate.shared_passages`."""
         normal = self._normalised_passages(without_mail_headers(text) or text)
         units = as_units(normal)
-        _, lengths = _codes_and_passages(passage_lines(units))
+        _, lengths = codes_and_passages(passage_lines(units))
         # Where each unit of `units` starts and ends in `normal` (a word is one unit).
         starts, ends_at, at = [], [], 0
         for i, part in enumerate(units_of(normal)):

@@ -18,8 +18,8 @@ import numpy as np
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine.verify import boilerplate_passages as passages_boilerplate_in
-from dedup.index.caches import _capped_keys as _capped
-from dedup.index.caches import _features_lock
+from dedup.index.caches import capped_keys as _capped
+from dedup.index.caches import features_lock
 from dedup.index.candidates import HOT_KEY_SECONDS
 
 OWNERS_COUNTED = 256
@@ -39,7 +39,7 @@ class StoredOwners:
         wanted = {int(k) for some in keys for k in np.asarray(some, np.uint64).view(np.int64)}
         wanted.difference_update(self.counts)
         now = time.monotonic()
-        with _features_lock:
+        with features_lock:
             known = {key: _capped.get((self.version, key)) for key in wanted}
         for key, at in known.items():
             if at is not None and now - at < HOT_KEY_SECONDS:
@@ -52,7 +52,7 @@ class StoredOwners:
             self.counts[key] = max(found.get(key, 0), 1)
         capped = [key for key in wanted if self.counts[key] >= OWNERS_COUNTED]
         if capped:
-            with _features_lock:
+            with features_lock:
                 if len(_capped) + len(capped) > _CAPPED_KEPT:
                     _capped.clear()
                 _capped.update(dict.fromkeys([(self.version, key) for key in capped], now))

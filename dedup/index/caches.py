@@ -16,37 +16,37 @@ from dedup.engine.verify import Features
 # Features of recently matched articles, per worker process: a family of copies is verified
 # against the same originals again and again. Stored features never change under a version.
 # Their sizes (FEATURES_CACHED, SKETCHES_CACHED) are set in dedup.index.duplicates.
-_features_cache: OrderedDict[tuple[str, int], Features] = OrderedDict()
-_features_lock = threading.Lock()  # guards every cache here
+features_cache: OrderedDict[tuple[str, int], Features] = OrderedDict()
+features_lock = threading.Lock()  # guards every cache here
 
-_sketch_cache: OrderedDict[tuple[str, int], tuple[int, np.ndarray]] = OrderedDict()
+sketch_cache: OrderedDict[tuple[str, int], tuple[int, np.ndarray]] = OrderedDict()
 
 # Passage keys found to be boilerplate, per worker process: (version, key) -> when (see
 # dedup.index.candidates, which sets how many and for how long).
-_hot_keys: dict[tuple[str, int], float] = {}
+hot_keys: dict[tuple[str, int], float] = {}
 # Passage keys whose owners reached boilerplate.OWNERS_COUNTED: (version, key) -> when.
-_capped_keys: dict[tuple[str, int], float] = {}
+capped_keys: dict[tuple[str, int], float] = {}
 
 # Versions whose unreadable features this process has logged: one line per version, not one
 # per candidate of every chunk.
-_unreadable_logged: set[str] = set()
+unreadable_logged: set[str] = set()
 
 
 def caches_clear() -> None:
     """Forget this process's cached features, sketches and boilerplate keys, and which
     versions' unreadable features it has logged (tests)."""
-    with _features_lock:
-        _features_cache.clear()
-        _sketch_cache.clear()
-        _hot_keys.clear()
-        _capped_keys.clear()
-        _unreadable_logged.clear()
+    with features_lock:
+        features_cache.clear()
+        sketch_cache.clear()
+        hot_keys.clear()
+        capped_keys.clear()
+        unreadable_logged.clear()
 
 
-def _cached(cache: OrderedDict, version: str, article_ids: Iterable[int]) -> tuple[dict, list]:
+def cached_split(cache: OrderedDict, version: str, article_ids: Iterable[int]) -> tuple[dict, list]:
     """Return what a per-worker cache holds of some articles, and the ids it does not."""
     loaded, missing = {}, []
-    with _features_lock:
+    with features_lock:
         for article_id in sorted(set(article_ids)):
             cached = cache.get((version, article_id))
             if cached is None:

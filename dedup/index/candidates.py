@@ -12,7 +12,7 @@ import numpy as np
 from dedup.db import int_array, pg_cursor
 from dedup.engine.plan import Plan
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, Features
-from dedup.index.caches import _features_lock, _hot_keys
+from dedup.index.caches import features_lock, hot_keys
 from dedup.index.segments import PgSegmentIndex
 from dedup.models import Article
 
@@ -69,7 +69,7 @@ def candidates_find_many(
     return found
 
 
-# Passage keys found to be boilerplate, per worker process (caches._hot_keys): (version, key)
+# Passage keys found to be boilerplate, per worker process (caches.hot_keys): (version, key)
 # -> when. A key only gains owners, except when the retention window prunes them: an entry is
 # trusted for HOT_KEY_SECONDS. Most passages of a site's pages are its boilerplate, looked up
 # again and again.
@@ -81,8 +81,8 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
     """Return the articles holding each passage key; a key held by more than
     MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and is left out."""
     now = time.monotonic()
-    with _features_lock:
-        seen = [_hot_keys.get((version, key)) for key in keys]
+    with features_lock:
+        seen = [hot_keys.get((version, key)) for key in keys]
     keys = [k for k, at in zip(keys, seen, strict=True) if at is None or now - at > HOT_KEY_SECONDS]
     if not keys:
         return {}
@@ -109,10 +109,10 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
         owners.setdefault(key, []).append(article_id)
     hot = [key for key, ids in owners.items() if len(ids) >= limit]
     if hot:
-        with _features_lock:
-            if len(_hot_keys) + len(hot) > HOT_KEYS_CACHED:
-                _hot_keys.clear()
-            _hot_keys.update(dict.fromkeys([(version, key) for key in hot], now))
+        with features_lock:
+            if len(hot_keys) + len(hot) > HOT_KEYS_CACHED:
+                hot_keys.clear()
+            hot_keys.update(dict.fromkeys([(version, key) for key in hot], now))
     return {key: ids for key, ids in owners.items() if len(ids) < limit}
 
 

@@ -14,33 +14,33 @@ from dedup.engine import screen
 from dedup.engine.verify import Boilerplate, Detector, Duplicate, Features
 from dedup.index.boilerplate import StoredOwners
 from dedup.index.caches import (
-    _cached,
-    _features_cache,
-    _features_lock,
-    _sketch_cache,
-    _unreadable_logged,
+    cached_split,
+    features_cache,
+    features_lock,
+    sketch_cache,
+    unreadable_logged,
 )
 from dedup.models import Match
 
 # The name these lines were logged under before index.py became a package.
 logger = logging.getLogger("dedup.index")
 
-# Features (caches._features_cache) and sketches of recently matched articles kept per worker.
+# Features (caches.features_cache) and sketches of recently matched articles kept per worker.
 FEATURES_CACHED = 20_000  # about 150 MB per worker
 SKETCHES_CACHED = 50_000
 
 
 def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Features]:
     """Return the stored features of articles under a version (those that have them)."""
-    loaded, missing = _cached(_features_cache, version, article_ids)
+    loaded, missing = cached_split(features_cache, version, article_ids)
     rows = _fingerprint_rows(missing, version, ("features",))
     unpacked = _features_unpack(rows, version)
-    with _features_lock:
+    with features_lock:
         for article_id, features in unpacked.items():
             loaded[article_id] = features
-            _features_cache[version, article_id] = features
-            if len(_features_cache) > FEATURES_CACHED:
-                _features_cache.popitem(last=False)
+            features_cache[version, article_id] = features
+            if len(features_cache) > FEATURES_CACHED:
+                features_cache.popitem(last=False)
     return loaded
 
 
@@ -56,9 +56,9 @@ def _features_unpack(rows: Iterable[tuple[int, bytes]], version: str) -> dict[in
             # this release's version runs.
             unreadable[article_id] = error
     if unreadable:
-        with _features_lock:
-            first_time = version not in _unreadable_logged
-            _unreadable_logged.add(version)
+        with features_lock:
+            first_time = version not in unreadable_logged
+            unreadable_logged.add(version)
         if first_time:
             article_id, error = min(unreadable.items())
             logger.warning(
@@ -143,14 +143,14 @@ def duplicates_find_many(
 
 def sketches_load(*, article_ids: Iterable[int], version: str) -> dict[int, tuple[int, np.ndarray]]:
     """Return (shingle count, sketch) of articles under a version that have a sketch."""
-    loaded, missing = _cached(_sketch_cache, version, article_ids)
+    loaded, missing = cached_split(sketch_cache, version, article_ids)
     rows = _fingerprint_rows(missing, version, ("shingles", "sketch"), sketched=True)
-    with _features_lock:
+    with features_lock:
         for article_id, size, data in rows:
             loaded[article_id] = (size, np.frombuffer(bytes(data), dtype="<u4"))
-            _sketch_cache[version, article_id] = loaded[article_id]
-            if len(_sketch_cache) > SKETCHES_CACHED:
-                _sketch_cache.popitem(last=False)
+            sketch_cache[version, article_id] = loaded[article_id]
+            if len(sketch_cache) > SKETCHES_CACHED:
+                sketch_cache.popitem(last=False)
     return loaded
 
 

@@ -1,7 +1,7 @@
 """Verification's merges: the compiled module and numpy give the same answers.
 
 The compiled module is loaded here whatever DEDUP_NO_NATIVE says, so the comparisons run in
-both of CI's runs; the engine itself (merge._native) is switched per block.
+both of CI's runs; the engine itself (merge.accelerated) is switched per block.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ COMPILED = native.compiled()
 @contextmanager
 def engine_uses(module):
     """Run the block with the engine on this compiled module, or on numpy alone (None)."""
-    before = merge._native
-    merge._native = module
+    before = merge.accelerated
+    merge.accelerated = module
     try:
         yield
     finally:
-        merge._native = before
+        merge.accelerated = before
 
 
 def numpy_only():

@@ -34,9 +34,9 @@ import numpy as np
 from dedup.engine import merge, native
 from dedup.engine.units import as_units, kept_characters, units_of  # noqa: F401 (callers')
 
-# Code point -> kept (not a separator); every code point from len(_KEPT) - 1 up is kept.
-_KEPT = np.ones(ord(",") + 2, dtype=bool)
-_KEPT[[ord(","), ord(" "), ord("\n")]] = False
+# Code point -> kept (not a separator); every code point from len(KEPT_UNITS) - 1 up is kept.
+KEPT_UNITS = np.ones(ord(",") + 2, dtype=bool)
+KEPT_UNITS[[ord(","), ord(" "), ord("\n")]] = False
 GRAM = native.GRAM
 MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # A paragraph's short last lines, or a short paragraph, of at least this many units are a

@@ -40,9 +40,9 @@ from dedup.engine.boilerplate import (  # noqa: F401 (callers import them from h
 )
 from dedup.engine.config import Config
 from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
-    _KEPT,
     FEATURES_FORMAT,
     GRAM,
+    KEPT_UNITS,
     Features,
     as_units,
     codes_and_passages,
@@ -156,7 +156,7 @@ class Detector:
                 ends_at += range(at + 1, at + len(part) + 1)
             at += len(part)
         codes = np.frombuffer(units.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        where = np.flatnonzero(_KEPT.take(codes, mode="clip"))  # kept units in the text
+        where = np.flatnonzero(KEPT_UNITS.take(codes, mode="clip"))  # kept units in the text
         ends = np.cumsum(lengths, dtype=np.int64)
         return [
             normal[starts[where[end - length]] : ends_at[where[end - 1]]].replace("\n", " ")

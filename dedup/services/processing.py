@@ -56,17 +56,8 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     indexed = {article.id for article, seen in claimed if seen}
     exact = {a: o for a, o in _exact_originals(articles).items() if a not in indexed}
     clock.lap("read")
-    items, failed = [], {}
-    for article in articles:
-        if article.id in exact:
-            continue
-        try:
-            fingerprint, features = detector.fingerprint_and_features(article.body)
-        except Exception as error:  # one bad text must not sink the chunk
-            logger.exception("article %s failed", article.id)
-            failed[article.id] = f"{type(error).__name__}: {error}"[:500]
-            continue
-        items.append(index.Indexed(article.id, fingerprint, features))
+    failed: dict[int, str] = {}
+    items = _features_made([a for a in articles if a.id not in exact], detector, failed)
     clock.lap("features")
     with transaction.atomic():
         written = index.index_store(items=items, version=version, plan=plan)
@@ -92,6 +83,34 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         rows += result
         done.append(item.article_id)
     _exact_in_flight(rows)
+    _chunk_write(rows, articles, done, exact, failed)
+    clock.lap("write")
+    logger.info("articles_process: %d articles, %s", len(claimed), clock)
+
+
+def _features_made(articles: list[Article], detector, failed: dict[int, str]) -> list:
+    """Return the Indexed fingerprint and features of each article; one whose text fails is
+    recorded in `failed` (its message), and the others go on."""
+    items = []
+    for article in articles:
+        try:
+            fingerprint, features = detector.fingerprint_and_features(article.body)
+        except Exception as error:  # one bad text must not sink the chunk
+            logger.exception("article %s failed", article.id)
+            failed[article.id] = f"{type(error).__name__}: {error}"[:500]
+            continue
+        items.append(index.Indexed(article.id, fingerprint, features))
+    return items
+
+
+def _chunk_write(
+    rows: list[Match],
+    articles: list[Article],
+    done: list[int],
+    exact: dict[int, int],
+    failed: dict[int, str],
+) -> None:
+    """Write a chunk's matches and finish its articles and their uploads' counts, at once."""
     # In pair order: two workers inserting the same pairs wait for each other, never deadlock.
     rows.sort(key=lambda row: (row.a_id, row.b_id))
     upload_of = {article.id: article.upload_id for article in articles if article.upload_id}
@@ -106,8 +125,6 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
             UploadBatch.objects.filter(id=upload_id).update(processed=F("processed") + count)
     for upload_id in sorted(per_upload):
         upload_finish_if_processed(upload_id)
-    clock.lap("write")
-    logger.info("articles_process: %d articles, %s", len(claimed), clock)
 
 
 def _articles_finish(

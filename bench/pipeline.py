@@ -79,6 +79,7 @@ def bench_env(upload_mb: int) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "dedup.settings",
         "DATABASE_URL": f"{SERVER_URL}/{DB_NAME}",
         "REDIS_URL": REDIS_URL,
+        "DEDUP_REDIS_PREFIX": "",  # its own Redis database, flushed: no prefix
         "SECRET_KEY": "bench-only-secret",
         "DEBUG": "0",
         "DEDUP_VAR_DIR": str(WORK_DIR / "var"),

@@ -84,6 +84,7 @@ def service_env(database_url: str, redis_url: str, var: Path) -> dict:
         **os.environ,
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
+        "DEDUP_REDIS_PREFIX": "",  # its own Redis database, flushed: no prefix
         "DEDUP_VAR_DIR": str(var),  # uploads kept outside the checkout
         "SECRET_KEY": "bench-queue-not-secret",
         "DEBUG": "0",

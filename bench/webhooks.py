@@ -154,6 +154,7 @@ def main() -> None:
     size = pipeline.write_jsonl(rows, path)
     env = {**os.environ, **pipeline.bench_env(max(200, int(size / 2**20) + 10))}
     env.update({"DATABASE_URL": f"{SERVER_URL}/{args.database}", "REDIS_URL": args.redis})
+    env["DEDUP_REDIS_PREFIX"] = ""  # its own Redis database, flushed: no prefix
     env["DEDUP_VAR_DIR"] = str(pipeline.WORK_DIR / "var")
     os.environ.update(env)
     import django

@@ -22,3 +22,12 @@ def group(name: str):
             for config, module in modules.items():
                 config.models_module = module
     return Group.objects.get(name=name)
+
+
+def user_in(role: str, name: str):
+    """Return a new user `name` holding the role `role` ("editor" or "admin")."""
+    from django.contrib.auth.models import User
+
+    user = User.objects.create_user(name, password="a long enough password")
+    user.groups.add(group(role))
+    return user

@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from django.contrib.auth.models import User
-
 from dedup.models import ApiToken, Article
+from tests import roles
 from tests.texts import ARTICLE, NEAR, OTHER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_client_example_submits_waits_and_reads_matches_by_external_id(
     worker, live_server, tmp_path
 ):
-    token = ApiToken.issue(User.objects.create_user("cms", is_staff=True))[1]
+    token = ApiToken.issue(roles.user_in("editor", "cms"))[1]
     rows = [
         {"id": "cms-1", "title": "原文", "body": ARTICLE},
         {"id": "cms-2", "title": "转载", "body": NEAR},

@@ -16,10 +16,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import connections
 
 from dedup.models import ApiToken, Article
+from tests import roles
 from tests.workers import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +118,7 @@ def test_with_the_database_down_the_api_answers_503_json_and_pages_a_readable_pa
 
 @pytest.mark.django_db(transaction=True)
 def test_with_the_broker_down_submitted_articles_are_stored_and_answered_202(web_factory):
-    user = User.objects.create_user("pipeline", password="unused-password-1", is_staff=True)
+    user = roles.user_in("editor", "pipeline")
     key = ApiToken.issue(user, name="t")[1]
     web = web_factory(
         DATABASE_URL=database_url(connections["default"].settings_dict),

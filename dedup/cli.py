@@ -18,6 +18,7 @@ from dedup.engine.config import TF_MODES, TOKENIZERS
 from dedup.engine.pairs import Pairs, clusters, pairs, plan_for_pairs
 from dedup.engine.plan import PlanError, plan_for
 from dedup.engine.records import BadRow, InputError, Record, count_rows, read_records
+from dedup.spark.command import add_command as add_spark_command
 
 EXIT_OK = 0
 EXIT_SKIPPED = 1  # the output is complete for every good row, but some rows were skipped
@@ -147,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _config_arguments(duplicates)
     duplicates.set_defaults(run=_run_duplicates)
+    add_spark_command(commands, duplicates, _config)
 
     plan = commands.add_parser(
         "plan",

@@ -55,7 +55,7 @@ def add_command(
         "--partitions",
         type=int,
         metavar="N",
-        help="partitions of the input and of every shuffle (default: 2 per local core, "
+        help="partitions of the input and of every shuffle (default: one per local core, "
         "else the cluster's spark.sql.shuffle.partitions)",
     )
     spark.add_argument("--jobs", "-j", type=int, default=1, help=argparse.SUPPRESS)

@@ -117,12 +117,14 @@ def session(master: str | None = None, partitions: int | None = None) -> Iterato
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit names the master
     if master or not submitted:
         master = master or "local[*]"
-        builder = builder.master(master).config("spark.ui.enabled", "false")
+        builder = builder.master(master)
+        builder = builder.config("spark.ui.enabled", "false")
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
     if master and master.startswith("local"):
         cores = os.cpu_count() or 1
         inside = master[6:-1] if master.startswith("local[") else "1"
         cores = cores if inside in ("*", "") else int(inside.split(",")[0])
-        partitions = partitions or 2 * cores
+        partitions = partitions or cores
     if partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
         builder = builder.config("spark.default.parallelism", str(partitions))
@@ -156,8 +158,10 @@ def run(
     parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     summary = Summary()
     bad = parsed.filter(lambda row: row[0] == "bad")
-    summary.bad_rows = [row[2] for row in bad.sortBy(lambda row: row[1]).take(BAD_ROWS_SHOWN)]
     summary.skipped = bad.count()
+    if summary.skipped:
+        shown = bad.sortBy(lambda row: row[1]).take(BAD_ROWS_SHOWN)
+        summary.bad_rows = [row[2] for row in shown]
     rows = spark.createDataFrame(parsed.filter(lambda row: row[0] == "ok").map(_ok), _ROWS)
     rows = rows.withColumn("original", F.min("pos").over(Window.partitionBy("hash")))
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
@@ -181,7 +185,7 @@ def run(
     per_key = occurrences.groupBy("key").agg(
         F.count("*").alias("n"), F.countDistinct("pos").alias("owners")
     )
-    candidates = _fingerprint_candidates(spark, features, k).union(
+    candidates = _fingerprint_candidates(spark, features, k, summary.articles).union(
         _passage_candidates(occurrences, per_key)
     )
     candidates = candidates.distinct()
@@ -191,7 +195,7 @@ def run(
     verified = _verify(spark, candidates, features, occurrences, per_key, config, settings)
     found = exact.unionByName(verified).persist(StorageLevel.MEMORY_AND_DISK)
     summary.pairs = found.count()
-    summary.clusters = _write(spark, found, rows, Path(output))
+    summary.clusters = _write(spark, found, rows, output)
     for frame in (found, features, rows):
         frame.unpersist()
     parsed.unpersist()
@@ -221,13 +225,15 @@ def _ok(row: tuple) -> tuple:
     return row[1:]
 
 
-def _fingerprint_candidates(spark: SparkSession, features: DataFrame, k: int) -> DataFrame:
+def _fingerprint_candidates(
+    spark: SparkSession, features: DataFrame, k: int, articles: int
+) -> DataFrame:
     """Return (a, b) of every two articles whose fingerprints are within k: distinct
-    fingerprints meet in the plan's tables, then each pair of them stands for every pair of
-    their articles."""
+    fingerprints meet in the tables of the all-pairs plan for this many articles (any plan for
+    k finds the same pairs), then each pair of them stands for every pair of their articles."""
     holders = features.filter(F.col("fp").isNotNull()).select("pos", "fp")
-    values = holders.select("fp").distinct().persist(StorageLevel.MEMORY_AND_DISK)
-    plan = plan_for_pairs(max(values.count(), 1), k)
+    values = holders.select("fp").distinct()
+    plan = plan_for_pairs(max(articles, 1), k)
     keyed = spark.createDataFrame(
         values.rdd.map(lambda row: row[0]).mapPartitions(
             lambda it: partitions.table_keys(it, plan)
@@ -298,9 +304,8 @@ def _pairs(held) -> list[tuple[int, int]]:
     return [(row[0], row[1]) for row in held or ()]
 
 
-def _write(spark: SparkSession, found: DataFrame, rows: DataFrame, output: Path) -> int:
+def _write(spark: SparkSession, found: DataFrame, rows: DataFrame, output: str) -> int:
     """Write pairs, clusters and the rows to review; return how many clusters there are."""
-    output.mkdir(parents=True, exist_ok=True)
     ids = rows.select("pos", "id", "name")
     ia, ib = ids.alias("ia"), ids.alias("ib")
     pairs = (
@@ -320,25 +325,13 @@ def _write(spark: SparkSession, found: DataFrame, rows: DataFrame, output: Path)
             "shared_passages",
         )
         .orderBy("a", "b")
+        .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    _parquet(
-        pairs.drop("a", "b", "a_id", "b_id")
-        .withColumnRenamed("a_name", "a")
-        .withColumnRenamed("b_name", "b"),
-        output / "pairs.parquet",
-    )
-    with (output / "pairs.jsonl").open("w", encoding="utf-8") as out:
-        for row in pairs.toLocalIterator():
-            line = {
-                "a": json.loads(row.a_id),
-                "b": json.loads(row.b_id),
-                "kind": row.kind,
-                "distance": row.distance,
-                "similarity": row.similarity,
-                "shared_chars": row.shared_chars,
-                "shared_passages": row.shared_passages,
-            }
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    pairs.drop("a", "b", "a_id", "b_id").withColumnRenamed("a_name", "a").withColumnRenamed(
+        "b_name", "b"
+    ).write.mode("overwrite").parquet(_join(output, "pairs.parquet"))
+    _lines(pairs.rdd.map(_pair_line), output, "pairs.jsonl")
+    pairs.unpersist()
 
     label = components(found.select("a", "b"))
     clusters = (
@@ -349,32 +342,65 @@ def _write(spark: SparkSession, found: DataFrame, rows: DataFrame, output: Path)
         .orderBy("label")
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    _parquet(
-        clusters.select(
-            F.col("names")[0].alias("original"),
-            F.size("names").alias("size"),
-            F.col("names").alias("members"),
-        ),
-        output / "clusters.parquet",
-    )
-    count = 0
-    with (output / "clusters.jsonl").open("w", encoding="utf-8") as out:
-        for row in clusters.toLocalIterator():
-            members = [json.loads(m) for m in row.members]
-            line = {"original": members[0], "size": len(members), "members": members}
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            count += 1
+    clusters.select(
+        F.col("names")[0].alias("original"),
+        F.size("names").alias("size"),
+        F.col("names").alias("members"),
+    ).write.mode("overwrite").parquet(_join(output, "clusters.parquet"))
+    count = _lines(clusters.rdd.map(_cluster_line), output, "clusters.jsonl")
     clusters.unpersist()
 
     review = rows.join(label, rows.pos == label.v, "left_semi").orderBy("pos").select("raw")
-    with (output / "review.jsonl").open("w", encoding="utf-8") as out:
-        for row in review.toLocalIterator():
-            out.write(row.raw + "\n")
+    _lines(review.rdd.map(lambda row: row.raw), output, "review.jsonl")
     return count
 
 
-def _parquet(frame: DataFrame, path: Path) -> None:
-    frame.write.mode("overwrite").parquet(str(path))
+def _pair_line(row) -> str:
+    line = {
+        "a": json.loads(row.a_id),
+        "b": json.loads(row.b_id),
+        "kind": row.kind,
+        "distance": row.distance,
+        "similarity": row.similarity,
+        "shared_chars": row.shared_chars,
+        "shared_passages": row.shared_passages,
+    }
+    return json.dumps(line, ensure_ascii=False)
+
+
+def _cluster_line(row) -> str:
+    members = [json.loads(m) for m in row.members]
+    return json.dumps(
+        {"original": members[0], "size": len(members), "members": members}, ensure_ascii=False
+    )
+
+
+def _remote(output: str) -> bool:
+    """Tell whether an output names a file system of Spark's (hdfs://, s3a://, file://...)
+    rather than a directory of the driver's."""
+    return "://" in output
+
+
+def _join(output: str, name: str) -> str:
+    return f"{output.rstrip('/')}/{name}" if _remote(output) else str(Path(output) / name)
+
+
+def _lines(lines, output: str, name: str) -> int:
+    """Write lines in order: one file in a directory of the driver's, or a directory of part
+    files (read in name order) on Spark's file system. Return how many."""
+    if _remote(output):
+        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
+        lines.saveAsTextFile(_join(output, name))
+        count = lines.count()
+        lines.unpersist()
+        return count
+    Path(output).mkdir(parents=True, exist_ok=True)
+    count = 0
+    with (Path(output) / name).open("w", encoding="utf-8") as out:
+        for line in lines.toLocalIterator():
+            out.write(line + "\n")
+            count += 1
+    return count
 
 
 def main(argv: list[str] | None = None) -> int:

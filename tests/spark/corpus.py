@@ -22,7 +22,9 @@ def rows(per_band: int = 4, seed: int = 15) -> list[dict]:
     found = [{"id": doc.id, "text": doc.text} for doc in build_corpus(per_band=per_band)]
     for i in rng.sample(range(len(found)), 10):  # exact copies: other whitespace
         text = found[i]["text"]
-        found.append({"id": f"{found[i]['id']}/exact", "text": "  " + text.replace("。", "。\n")})
+        found.append(
+            {"id": f"{found[i]['id']}/exact", "text": "  " + text.replace("\n", " \n") + "\n"}
+        )
     for i in range(25):  # strangers under one footer, some with integer ids
         ident = 9000 + i if i % 2 else f"footer-{i}"
         found.append({"id": ident, "text": stranger(1500 + i, 8) + FOOTER})

@@ -20,8 +20,6 @@ from dedup.engine.plan import Plan
 from dedup.engine.records import BadRow, _record, jsonl_object
 from dedup.engine.verify import Boilerplate, Detector
 
-# A row of input: ("ok", position, id as JSON, id as text, text, input row as JSON, content
-# hash) or ("bad", position, message).
 _detectors: dict[tuple, Detector] = {}
 
 
@@ -39,6 +37,8 @@ def signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+# A parsed row: ("ok", position, id as JSON, id as text, text, input row as JSON, content
+# hash) or ("bad", position, message).
 def parse_lines(lines: Iterable[tuple[str, int]], name: str, offset: int) -> Iterator[tuple]:
     """Read (line, number from 0) of JSON Lines as the command line does."""
     for line, number in lines:

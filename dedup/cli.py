@@ -19,6 +19,7 @@ from dedup.engine import Config, ConfigError, Fingerprinter
 from dedup.engine.pairs import Pairs, clusters, pairs, plan_for_pairs
 from dedup.engine.plan import PlanError, plan_for
 from dedup.engine.records import BadRow, InputError, Record, count_rows, read_records
+from dedup.spark import command as spark_command
 
 __all__ = ["EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "build_parser", "content_hash", "main"]
 
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         "clusters": _run_clusters,
         "duplicates": _run_duplicates,
         "plan": _run_plan,
+        "spark": lambda args: spark_command.run(args, _config(args)),
     }[args.command]
     try:
         return run(args)

@@ -6,6 +6,7 @@ import argparse
 
 from dedup.engine import Config
 from dedup.engine.config import TF_MODES, TOKENIZERS
+from dedup.spark import command as spark_command
 
 FINGERPRINT_DESCRIPTION = (
     "Read articles and write one JSON line per article to standard output: "
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     _config_arguments(fingerprint)
     _add_pairs(commands)
     _add_clusters(commands)
-    _add_duplicates(commands)
+    spark_command.add_command(commands, parents=[_add_duplicates(commands)])
     _add_plan(commands)
     return parser
 
@@ -99,7 +100,7 @@ def _distance_arguments(command: argparse.ArgumentParser) -> None:
     _config_arguments(command)
 
 
-def _add_duplicates(commands) -> None:
+def _add_duplicates(commands) -> argparse.ArgumentParser:
     duplicates = commands.add_parser(
         "duplicates",
         help="verified duplicates: near copies and partial copies, with the passages they share",
@@ -128,6 +129,7 @@ def _add_duplicates(commands) -> None:
         "--k-max", type=int, help="largest fingerprint distance of a candidate pair"
     )
     _config_arguments(duplicates)
+    return duplicates
 
 
 def _add_plan(commands) -> None:

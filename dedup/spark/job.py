@@ -1,0 +1,414 @@
+"""The Spark job: `duplicates` over a collection, or a batch of new articles against an archive.
+
+1. Read JSON Lines or Parquet; a row's position is its place in the input (the archive first),
+   which orders every pair (a before b) and picks each cluster's original, as the command line.
+2. Exact copies (the same content hash) pair with the first; only the first is verified, as in
+   the service and the command line.
+3. Per partition, the engine fingerprints each article and computes its features (one Detector
+   per Python worker).
+4. Candidates, by shuffling: each distinct fingerprint as its (table, key) rows of the plan
+   (Plan.keys), a self-join on them within k_article; and each passage key held 2 to
+   MAX_PASSAGE_OWNERS times (as Detector.candidates: more is boilerplate).
+5. Boilerplate: how many articles hold each passage key, over the whole collection.
+6. Verification per partition with the engine (Detector.judge_many) on packed features.
+7. Pairs, their connected components (dedup.spark.components) and the rows to review, written
+   as JSON Lines and Parquet.
+
+    spark-submit [options] dedup/spark/job.py --input PATH --output DIR [--archive PATH]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup.engine import Config
+from dedup.engine.pairs import plan_for_pairs
+from dedup.engine.verify import MAX_PASSAGE_OWNERS, Detector
+from dedup.spark import partitions
+from dedup.spark.components import components
+
+# New articles' positions start here in archive mode: after every archive row.
+NEW = 1 << 40
+BAD_ROWS_SHOWN = 100
+
+_ROWS = T.StructType(
+    [
+        T.StructField("pos", T.LongType(), False),
+        T.StructField("id", T.StringType(), False),  # as JSON: a string or an integer
+        T.StructField("name", T.StringType(), False),  # the id as text, for Parquet
+        T.StructField("text", T.StringType(), False),
+        T.StructField("raw", T.StringType(), False),  # the input row as JSON
+        T.StructField("hash", T.StringType(), False),
+    ]
+)
+_FEATURES = T.StructType(
+    [
+        T.StructField("pos", T.LongType(), False),
+        T.StructField("fp", T.LongType(), True),
+        T.StructField("keys", T.ArrayType(T.LongType(), False), False),
+        T.StructField("features", T.BinaryType(), False),
+    ]
+)
+_KEYED = T.StructType(
+    [
+        T.StructField("t", T.IntegerType(), False),
+        T.StructField("key", T.LongType(), False),
+        T.StructField("fp", T.LongType(), False),
+    ]
+)
+_PAIRS = T.StructType(
+    [
+        T.StructField("a", T.LongType(), False),
+        T.StructField("b", T.LongType(), False),
+        T.StructField("kind", T.StringType(), False),
+        T.StructField("distance", T.IntegerType(), True),
+        T.StructField("similarity", T.DoubleType(), False),
+        T.StructField("shared_chars", T.LongType(), False),
+        T.StructField(
+            "shared_passages", T.ArrayType(T.ArrayType(T.LongType(), False), False), False
+        ),
+    ]
+)
+
+
+@dataclass
+class Summary:
+    """What a run read and wrote."""
+
+    articles: int = 0
+    skipped: int = 0
+    pairs: int = 0
+    clusters: int = 0
+    seconds: float = 0.0
+    bad_rows: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """Return the summary in one line."""
+        rate = self.articles / self.seconds if self.seconds else 0.0
+        return (
+            f"{self.articles:,} articles ({self.skipped:,} rows skipped), {self.pairs:,} pairs, "
+            f"{self.clusters:,} clusters in {self.seconds:.1f} s ({rate:,.0f} articles/s)"
+        )
+
+
+@contextlib.contextmanager
+def session(master: str | None = None, partitions: int | None = None) -> Iterator[SparkSession]:
+    """Yield the active SparkSession, or start one (and stop it after): on `master`, else
+    spark-submit's, else local[*]. Python workers run this interpreter unless PYSPARK_PYTHON
+    says otherwise."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("dedup")
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit names the master
+    if master or not submitted:
+        master = master or "local[*]"
+        builder = builder.master(master)
+        builder = builder.config("spark.ui.enabled", "false")
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if master and master.startswith("local"):
+        cores = os.cpu_count() or 1
+        inside = master[6:-1] if master.startswith("local[") else "1"
+        cores = cores if inside in ("*", "") else int(inside.split(",")[0])
+        partitions = partitions or cores
+    if partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
+        builder = builder.config("spark.default.parallelism", str(partitions))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def run(
+    spark: SparkSession,
+    *,
+    source: str,
+    output: str,
+    archive: str | None = None,
+    config: Config | None = None,
+    settings: dict | None = None,
+) -> Summary:
+    """Find every verified duplicate pair of the input (with `archive`: every pair with at
+    least one input article, the archive read first); write them, their clusters and the
+    rows to review under `output`; return what it did."""
+    started = time.perf_counter()
+    config = config or Config()
+    settings = dict(settings or {})
+    k = Detector(config, **settings).k_article
+    parsed = _read(spark, source, NEW if archive else 0)
+    if archive:
+        parsed = _read(spark, archive, 0).union(parsed)
+    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    summary = Summary()
+    bad = parsed.filter(lambda row: row[0] == "bad")
+    summary.skipped = bad.count()
+    if summary.skipped:
+        shown = bad.sortBy(lambda row: row[1]).take(BAD_ROWS_SHOWN)
+        summary.bad_rows = [row[2] for row in shown]
+    rows = spark.createDataFrame(parsed.filter(lambda row: row[0] == "ok").map(_ok), _ROWS)
+    rows = rows.withColumn("original", F.min("pos").over(Window.partitionBy("hash")))
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    summary.articles = rows.count()
+
+    exact = rows.filter(F.col("pos") != F.col("original")).select(
+        F.col("original").alias("a"),
+        F.col("pos").alias("b"),
+        F.lit("exact").alias("kind"),
+        F.lit(0).alias("distance"),
+        F.lit(1.0).alias("similarity"),
+        F.lit(0).cast("long").alias("shared_chars"),
+        F.array().cast(_PAIRS["shared_passages"].dataType).alias("shared_passages"),
+    )
+    texts = rows.filter(F.col("pos") == F.col("original")).select("pos", "text").rdd
+    features = spark.createDataFrame(
+        texts.mapPartitions(lambda it: partitions.featurize(it, config, settings)), _FEATURES
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+
+    occurrences = features.select("pos", F.posexplode("keys").alias("at", "key"))
+    per_key = occurrences.groupBy("key").agg(
+        F.count("*").alias("n"), F.countDistinct("pos").alias("owners")
+    )
+    candidates = _fingerprint_candidates(spark, features, k, summary.articles).union(
+        _passage_candidates(occurrences, per_key)
+    )
+    candidates = candidates.distinct()
+    if archive:
+        candidates = candidates.filter(F.col("b") >= NEW)
+        exact = exact.filter(F.col("b") >= NEW)
+    verified = _verify(spark, candidates, features, occurrences, per_key, config, settings)
+    found = exact.unionByName(verified).persist(StorageLevel.MEMORY_AND_DISK)
+    summary.pairs = found.count()
+    summary.clusters = _write(spark, found, rows, output)
+    for frame in (found, features, rows):
+        frame.unpersist()
+    parsed.unpersist()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _read(spark: SparkSession, source: str, offset: int):
+    """Return an RDD of parsed rows (see partitions.parse_lines) of a JSON Lines or Parquet
+    input: a file or a directory of them, on any file system Spark reads."""
+    if _is_parquet(source):
+        frame = spark.read.parquet(source)
+        objects = frame.rdd.map(lambda row: row.asDict(recursive=True)).zipWithIndex()
+        return objects.mapPartitions(lambda it: partitions.parse_objects(it, source, offset))
+    lines = spark.sparkContext.textFile(source).zipWithIndex()
+    return lines.mapPartitions(lambda it: partitions.parse_lines(it, source, offset))
+
+
+def _is_parquet(source: str) -> bool:
+    path = Path(source)
+    if source.endswith(".parquet"):
+        return True
+    return path.is_dir() and any(path.glob("*.parquet"))
+
+
+def _ok(row: tuple) -> tuple:
+    return row[1:]
+
+
+def _fingerprint_candidates(
+    spark: SparkSession, features: DataFrame, k: int, articles: int
+) -> DataFrame:
+    """Return (a, b) of every two articles whose fingerprints are within k: distinct
+    fingerprints meet in the tables of the all-pairs plan for this many articles (any plan for
+    k finds the same pairs), then each pair of them stands for every pair of their articles."""
+    holders = features.filter(F.col("fp").isNotNull()).select("pos", "fp")
+    values = holders.select("fp").distinct()
+    plan = plan_for_pairs(max(articles, 1), k)
+    keyed = spark.createDataFrame(
+        values.rdd.map(lambda row: row[0]).mapPartitions(
+            lambda it: partitions.table_keys(it, plan)
+        ),
+        _KEYED,
+    )
+    x, y = keyed.alias("x"), keyed.alias("y")
+    near = (
+        x.join(y, (F.col("x.t") == F.col("y.t")) & (F.col("x.key") == F.col("y.key")))
+        .filter(F.col("x.fp") < F.col("y.fp"))
+        .filter(F.bit_count(F.col("x.fp").bitwiseXOR(F.col("y.fp"))) <= k)
+        .select(F.col("x.fp").alias("fa"), F.col("y.fp").alias("fb"))
+        .distinct()
+    )
+    same = values.select(F.col("fp").alias("fa"), F.col("fp").alias("fb"))
+    ha, hb = holders.alias("ha"), holders.alias("hb")
+    return (
+        near.union(same)
+        .join(ha, F.col("fa") == F.col("ha.fp"))
+        .join(hb, F.col("fb") == F.col("hb.fp"))
+        .filter(F.col("ha.pos") != F.col("hb.pos"))
+        .select(
+            F.least("ha.pos", "hb.pos").alias("a"),
+            F.greatest("ha.pos", "hb.pos").alias("b"),
+        )
+    )
+
+
+def _passage_candidates(occurrences: DataFrame, per_key: DataFrame) -> DataFrame:
+    """Return (a, b) of every two articles sharing a passage key that 2 to MAX_PASSAGE_OWNERS
+    passages hold (counted as Detector.candidates counts them)."""
+    useful = per_key.filter((F.col("n") > 1) & (F.col("n") <= MAX_PASSAGE_OWNERS)).select("key")
+    held = occurrences.join(useful, "key").select("key", "pos")
+    x, y = held.alias("x"), held.alias("y")
+    return x.join(y, (F.col("x.key") == F.col("y.key")) & (F.col("x.pos") < F.col("y.pos"))).select(
+        F.col("x.pos").alias("a"), F.col("y.pos").alias("b")
+    )
+
+
+def _verify(spark, candidates, features, occurrences, per_key, config, settings) -> DataFrame:
+    """Return the verified duplicates among the candidate pairs (a < b)."""
+    candidates = candidates.persist(StorageLevel.MEMORY_AND_DISK)
+    involved = candidates.select(F.col("a").alias("pos")).union(
+        candidates.select(F.col("b").alias("pos"))
+    )
+    owners = (
+        occurrences.join(involved.distinct(), "pos", "left_semi")
+        .join(per_key.select("key", "owners"), "key")
+        .groupBy("pos")
+        .agg(F.collect_list(F.struct("key", "owners")).alias("held"))
+    )
+    packed = features.select("pos", "features").join(owners, "pos", "left")
+    fa, fb = packed.alias("fa"), packed.alias("fb")
+    joined = (
+        candidates.join(fa, F.col("a") == F.col("fa.pos"))
+        .join(fb, F.col("b") == F.col("fb.pos"))
+        .select("a", "b", "fa.features", "fa.held", "fb.features", "fb.held")
+        .repartition("a")
+        .sortWithinPartitions("a", "b")
+    )
+    rows = joined.rdd.map(
+        lambda r: (r[0], r[1], r[2], _pairs(r[3]), r[4], _pairs(r[5]))
+    ).mapPartitions(lambda it: partitions.verify(it, config, settings))
+    return spark.createDataFrame(rows, _PAIRS)
+
+
+def _pairs(held) -> list[tuple[int, int]]:
+    return [(row[0], row[1]) for row in held or ()]
+
+
+def _write(spark: SparkSession, found: DataFrame, rows: DataFrame, output: str) -> int:
+    """Write pairs, clusters and the rows to review; return how many clusters there are."""
+    ids = rows.select("pos", "id", "name")
+    ia, ib = ids.alias("ia"), ids.alias("ib")
+    pairs = (
+        found.join(ia, F.col("a") == F.col("ia.pos"))
+        .join(ib, F.col("b") == F.col("ib.pos"))
+        .select(
+            "a",
+            "b",
+            F.col("ia.id").alias("a_id"),
+            F.col("ib.id").alias("b_id"),
+            F.col("ia.name").alias("a_name"),
+            F.col("ib.name").alias("b_name"),
+            "kind",
+            "distance",
+            "similarity",
+            "shared_chars",
+            "shared_passages",
+        )
+        .orderBy("a", "b")
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    pairs.drop("a", "b", "a_id", "b_id").withColumnRenamed("a_name", "a").withColumnRenamed(
+        "b_name", "b"
+    ).write.mode("overwrite").parquet(_join(output, "pairs.parquet"))
+    _lines(pairs.rdd.map(_pair_line), output, "pairs.jsonl")
+    pairs.unpersist()
+
+    label = components(found.select("a", "b"))
+    clusters = (
+        label.join(ids, label.v == ids.pos)
+        .groupBy("label")
+        .agg(F.sort_array(F.collect_list(F.struct("pos", "id", "name"))).alias("members"))
+        .select("label", F.col("members.id").alias("members"), F.col("members.name").alias("names"))
+        .orderBy("label")
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    clusters.select(
+        F.col("names")[0].alias("original"),
+        F.size("names").alias("size"),
+        F.col("names").alias("members"),
+    ).write.mode("overwrite").parquet(_join(output, "clusters.parquet"))
+    count = _lines(clusters.rdd.map(_cluster_line), output, "clusters.jsonl")
+    clusters.unpersist()
+
+    review = rows.join(label, rows.pos == label.v, "left_semi").orderBy("pos").select("raw")
+    _lines(review.rdd.map(lambda row: row.raw), output, "review.jsonl")
+    return count
+
+
+def _pair_line(row) -> str:
+    line = {
+        "a": json.loads(row.a_id),
+        "b": json.loads(row.b_id),
+        "kind": row.kind,
+        "distance": row.distance,
+        "similarity": row.similarity,
+        "shared_chars": row.shared_chars,
+        "shared_passages": row.shared_passages,
+    }
+    return json.dumps(line, ensure_ascii=False)
+
+
+def _cluster_line(row) -> str:
+    members = [json.loads(m) for m in row.members]
+    return json.dumps(
+        {"original": members[0], "size": len(members), "members": members}, ensure_ascii=False
+    )
+
+
+def _remote(output: str) -> bool:
+    """Tell whether an output names a file system of Spark's (hdfs://, s3a://, file://...)
+    rather than a directory of the driver's."""
+    return "://" in output
+
+
+def _join(output: str, name: str) -> str:
+    return f"{output.rstrip('/')}/{name}" if _remote(output) else str(Path(output) / name)
+
+
+def _lines(lines, output: str, name: str) -> int:
+    """Write lines in order: one file in a directory of the driver's, or a directory of part
+    files (read in name order) on Spark's file system. Return how many."""
+    if _remote(output):
+        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
+        lines.saveAsTextFile(_join(output, name))
+        count = lines.count()
+        lines.unpersist()
+        return count
+    Path(output).mkdir(parents=True, exist_ok=True)
+    count = 0
+    with (Path(output) / name).open("w", encoding="utf-8") as out:
+        for line in lines.toLocalIterator():
+            out.write(line + "\n")
+            count += 1
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run as spark-submit's application: the arguments of `python -m dedup spark`."""
+    from dedup.cli import main as cli
+
+    return cli(["spark", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

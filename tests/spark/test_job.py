@@ -1,0 +1,139 @@
+"""The Spark job in local mode finds exactly what `python -m dedup duplicates` finds."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from dedup.cli import main
+from dedup.spark import job
+from tests.spark.corpus import rows, write
+
+ARCHIVED = 150  # rows of the corpus in the archive; the rest is the new batch
+
+
+@pytest.fixture(scope="module")
+def spark():
+    with job.session("local[2]") as session:
+        yield session
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[dict]:
+    return rows()
+
+
+def _cli(argv: list[str]) -> tuple[int, list[dict]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(argv)
+    return code, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def both(spark, corpus, tmp_path_factory) -> tuple[list[dict], Path, int]:
+    """Return the command line's pairs, the Spark job's output directory and its exit code."""
+    base = tmp_path_factory.mktemp("spark")
+    source = write(base / "corpus.jsonl", corpus)
+    code, expected = _cli(["duplicates", "--input", str(source)])
+    assert code == 1  # the row without a text is skipped by both
+    output = base / "out"
+    with contextlib.redirect_stderr(io.StringIO()):
+        spark_code = main(["spark", "--input", str(source), "--output", str(output)])
+    return expected, output, spark_code
+
+
+def _key(pair: dict) -> tuple:
+    return pair["a"], pair["b"], pair["kind"]
+
+
+def test_spark_pairs_equal_the_command_lines(both):
+    expected, output, code = both
+    found = _lines(output / "pairs.jsonl")
+    assert code == 1
+    assert {p["kind"] for p in expected} == {"exact", "near", "partial"}
+    assert [_key(p) for p in found] == [_key(p) for p in expected]
+    for mine, theirs in zip(found, expected, strict=True):
+        assert mine["similarity"] == pytest.approx(theirs["similarity"], abs=1e-6)
+    assert found == expected  # distance, shared characters and passages too
+
+
+def test_spark_clusters_are_the_connected_components_of_the_pairs(both, corpus):
+    expected, output, _ = both
+    order = {item["id"]: i for i, item in enumerate(corpus)}
+    parent = {}
+
+    def root(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for pair in expected:
+        parent[root(pair["b"])] = root(pair["a"])
+    groups: dict = {}
+    for member in parent:
+        groups.setdefault(root(member), []).append(member)
+    components = sorted(
+        (sorted(g, key=order.get) for g in groups.values()), key=lambda g: order[g[0]]
+    )
+    clusters = _lines(output / "clusters.jsonl")
+    assert [c["members"] for c in clusters] == components
+    assert all(
+        c["original"] == c["members"][0] and c["size"] == len(c["members"]) for c in clusters
+    )
+    assert any(len(c["members"]) > 2 for c in clusters)
+
+
+def test_spark_review_rows_are_the_paired_articles_in_input_order(both, corpus):
+    expected, output, _ = both
+    paired = {p["a"] for p in expected} | {p["b"] for p in expected}
+    review = _lines(output / "review.jsonl")
+    assert review == [item for item in corpus if item["id"] in paired]
+
+
+def test_spark_writes_parquet_beside_the_json_lines(spark, both):
+    expected, output, _ = both
+    pairs = spark.read.parquet(str(output / "pairs.parquet")).orderBy("a", "b").collect()
+    assert sorted((r.a, r.b, r.kind) for r in pairs) == sorted(
+        (str(p["a"]), str(p["b"]), p["kind"]) for p in expected
+    )
+    clusters = spark.read.parquet(str(output / "clusters.parquet")).collect()
+    assert sum(r.size for r in clusters) == len(_lines(output / "review.jsonl"))
+
+
+def test_spark_archive_mode_finds_the_pairs_with_a_new_article(spark, corpus, tmp_path_factory):
+    base = tmp_path_factory.mktemp("archive")
+    archived = [item for item in corpus[:ARCHIVED] if "text" in item]
+    new = corpus[ARCHIVED:]
+    # The archive as Parquet, as a previous job or an export would leave it.
+    frame = spark.createDataFrame(
+        [(str(item["id"]), item["text"]) for item in archived], "id string, text string"
+    )
+    frame.coalesce(1).write.parquet(str(base / "archive.parquet"))
+    whole = [{**item, "id": str(item["id"])} for item in archived] + new
+    _, expected = _cli(["duplicates", "--input", str(write(base / "whole.jsonl", whole))])
+    new_ids = {item["id"] for item in new}
+    expected = [p for p in expected if p["a"] in new_ids or p["b"] in new_ids]
+    assert len({p["kind"] for p in expected}) == 3
+    output = base / "out"
+    with contextlib.redirect_stderr(io.StringIO()):
+        main(
+            [
+                "spark",
+                "--input",
+                str(write(base / "new.jsonl", new)),
+                "--archive",
+                str(base / "archive.parquet"),
+                "--output",
+                str(output),
+            ]
+        )
+    assert _lines(output / "pairs.jsonl") == expected

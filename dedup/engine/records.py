@@ -89,7 +89,7 @@ def _read_stream(stream: BinaryIO, name: str, *, kind: str | None) -> Iterator[R
 
 def _read_jsonl(stream: BinaryIO, name: str) -> Iterator[Row]:
     for item in jsonl_objects(stream, name, example='{"id": ..., "text": ...}'):
-        yield item if isinstance(item, BadRow) else _record(item[1], item[0])
+        yield item if isinstance(item, BadRow) else record_of(item[1], item[0])
 
 
 def jsonl_objects(
@@ -131,7 +131,8 @@ def jsonl_object(
     return where, obj
 
 
-def _record(obj: dict, where: str) -> Row:
+def record_of(obj: dict, where: str) -> Row:
+    """Return the Record of a parsed row (id and text), or a BadRow saying what is wrong."""
     ident = obj.get("id")
     if isinstance(ident, bool) or not isinstance(ident, str | int) or ident == "":
         return BadRow(where, 'needs an "id" (a string or an integer)')
@@ -191,7 +192,7 @@ def _read_csv(stream: BinaryIO, name: str) -> Iterator[Row]:
         obj = {"id": row["id"].strip(), "text": row.get("text")}
         if "fingerprint" in row:
             obj["fingerprint"] = row["fingerprint"].strip() or None
-        yield _record(obj, where)
+        yield record_of(obj, where)
 
 
 def _text_files(directory: Path) -> Iterator[Path]:

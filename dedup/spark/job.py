@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
@@ -37,7 +36,7 @@ from dedup.engine import Config
 from dedup.engine.pairs import plan_for_pairs
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, Detector
 from dedup.spark import partitions
-from dedup.spark.components import components
+from dedup.spark.output import output_write
 
 # New articles' positions start here in archive mode: after every archive row.
 NEW = 1 << 40
@@ -152,30 +151,9 @@ def run(
     config = config or Config()
     settings = dict(settings or {})
     k = Detector(config, **settings).k_article
-    parsed = _read(spark, source, NEW if archive else 0)
-    if archive:
-        parsed = _read(spark, archive, 0).union(parsed)
-    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     summary = Summary()
-    bad = parsed.filter(lambda row: row[0] == "bad")
-    summary.skipped = bad.count()
-    if summary.skipped:
-        shown = bad.sortBy(lambda row: row[1]).take(BAD_ROWS_SHOWN)
-        summary.bad_rows = [row[2] for row in shown]
-    rows = spark.createDataFrame(parsed.filter(lambda row: row[0] == "ok").map(_ok), _ROWS)
-    rows = rows.withColumn("original", F.min("pos").over(Window.partitionBy("hash")))
-    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    summary.articles = rows.count()
-
-    exact = rows.filter(F.col("pos") != F.col("original")).select(
-        F.col("original").alias("a"),
-        F.col("pos").alias("b"),
-        F.lit("exact").alias("kind"),
-        F.lit(0).alias("distance"),
-        F.lit(1.0).alias("similarity"),
-        F.lit(0).cast("long").alias("shared_chars"),
-        F.array().cast(_PAIRS["shared_passages"].dataType).alias("shared_passages"),
-    )
+    parsed, rows = _rows_read(spark, source, archive, summary)
+    exact = _exact_pairs(rows)
     texts = rows.filter(F.col("pos") == F.col("original")).select("pos", "text").rdd
     features = spark.createDataFrame(
         texts.mapPartitions(lambda it: partitions.featurize(it, config, settings)), _FEATURES
@@ -195,12 +173,44 @@ def run(
     verified = _verify(spark, candidates, features, occurrences, per_key, config, settings)
     found = exact.unionByName(verified).persist(StorageLevel.MEMORY_AND_DISK)
     summary.pairs = found.count()
-    summary.clusters = _write(spark, found, rows, output)
+    summary.clusters = output_write(found, rows, output)
     for frame in (found, features, rows):
         frame.unpersist()
     parsed.unpersist()
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _rows_read(spark: SparkSession, source: str, archive: str | None, summary: Summary):
+    """Return the parsed input (the archive first) and its good rows, each with the position
+    of the first row of the same text (`original`); count the rows and the bad ones."""
+    parsed = _read(spark, source, NEW if archive else 0)
+    if archive:
+        parsed = _read(spark, archive, 0).union(parsed)
+    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    bad = parsed.filter(lambda row: row[0] == "bad")
+    summary.skipped = bad.count()
+    if summary.skipped:
+        shown = bad.sortBy(lambda row: row[1]).take(BAD_ROWS_SHOWN)
+        summary.bad_rows = [row[2] for row in shown]
+    rows = spark.createDataFrame(parsed.filter(lambda row: row[0] == "ok").map(_ok), _ROWS)
+    rows = rows.withColumn("original", F.min("pos").over(Window.partitionBy("hash")))
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    summary.articles = rows.count()
+    return parsed, rows
+
+
+def _exact_pairs(rows: DataFrame) -> DataFrame:
+    """Each exact copy paired with the first row of its text."""
+    return rows.filter(F.col("pos") != F.col("original")).select(
+        F.col("original").alias("a"),
+        F.col("pos").alias("b"),
+        F.lit("exact").alias("kind"),
+        F.lit(0).alias("distance"),
+        F.lit(1.0).alias("similarity"),
+        F.lit(0).cast("long").alias("shared_chars"),
+        F.array().cast(_PAIRS["shared_passages"].dataType).alias("shared_passages"),
+    )
 
 
 def _read(spark: SparkSession, source: str, offset: int):
@@ -302,105 +312,6 @@ def _verify(spark, candidates, features, occurrences, per_key, config, settings)
 
 def _pairs(held) -> list[tuple[int, int]]:
     return [(row[0], row[1]) for row in held or ()]
-
-
-def _write(spark: SparkSession, found: DataFrame, rows: DataFrame, output: str) -> int:
-    """Write pairs, clusters and the rows to review; return how many clusters there are."""
-    ids = rows.select("pos", "id", "name")
-    ia, ib = ids.alias("ia"), ids.alias("ib")
-    pairs = (
-        found.join(ia, F.col("a") == F.col("ia.pos"))
-        .join(ib, F.col("b") == F.col("ib.pos"))
-        .select(
-            "a",
-            "b",
-            F.col("ia.id").alias("a_id"),
-            F.col("ib.id").alias("b_id"),
-            F.col("ia.name").alias("a_name"),
-            F.col("ib.name").alias("b_name"),
-            "kind",
-            "distance",
-            "similarity",
-            "shared_chars",
-            "shared_passages",
-        )
-        .orderBy("a", "b")
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    pairs.drop("a", "b", "a_id", "b_id").withColumnRenamed("a_name", "a").withColumnRenamed(
-        "b_name", "b"
-    ).write.mode("overwrite").parquet(_join(output, "pairs.parquet"))
-    _lines(pairs.rdd.map(_pair_line), output, "pairs.jsonl")
-    pairs.unpersist()
-
-    label = components(found.select("a", "b"))
-    clusters = (
-        label.join(ids, label.v == ids.pos)
-        .groupBy("label")
-        .agg(F.sort_array(F.collect_list(F.struct("pos", "id", "name"))).alias("members"))
-        .select("label", F.col("members.id").alias("members"), F.col("members.name").alias("names"))
-        .orderBy("label")
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    clusters.select(
-        F.col("names")[0].alias("original"),
-        F.size("names").alias("size"),
-        F.col("names").alias("members"),
-    ).write.mode("overwrite").parquet(_join(output, "clusters.parquet"))
-    count = _lines(clusters.rdd.map(_cluster_line), output, "clusters.jsonl")
-    clusters.unpersist()
-
-    review = rows.join(label, rows.pos == label.v, "left_semi").orderBy("pos").select("raw")
-    _lines(review.rdd.map(lambda row: row.raw), output, "review.jsonl")
-    return count
-
-
-def _pair_line(row) -> str:
-    line = {
-        "a": json.loads(row.a_id),
-        "b": json.loads(row.b_id),
-        "kind": row.kind,
-        "distance": row.distance,
-        "similarity": row.similarity,
-        "shared_chars": row.shared_chars,
-        "shared_passages": row.shared_passages,
-    }
-    return json.dumps(line, ensure_ascii=False)
-
-
-def _cluster_line(row) -> str:
-    members = [json.loads(m) for m in row.members]
-    return json.dumps(
-        {"original": members[0], "size": len(members), "members": members}, ensure_ascii=False
-    )
-
-
-def _remote(output: str) -> bool:
-    """Tell whether an output names a file system of Spark's (hdfs://, s3a://, file://...)
-    rather than a directory of the driver's."""
-    return "://" in output
-
-
-def _join(output: str, name: str) -> str:
-    return f"{output.rstrip('/')}/{name}" if _remote(output) else str(Path(output) / name)
-
-
-def _lines(lines, output: str, name: str) -> int:
-    """Write lines in order: one file in a directory of the driver's, or a directory of part
-    files (read in name order) on Spark's file system. Return how many."""
-    if _remote(output):
-        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
-        lines.saveAsTextFile(_join(output, name))
-        count = lines.count()
-        lines.unpersist()
-        return count
-    Path(output).mkdir(parents=True, exist_ok=True)
-    count = 0
-    with (Path(output) / name).open("w", encoding="utf-8") as out:
-        for line in lines.toLocalIterator():
-            out.write(line + "\n")
-            count += 1
-    return count
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from dedup.cli import content_hash
 from dedup.engine import Config
 from dedup.engine.features import Features
 from dedup.engine.plan import Plan
-from dedup.engine.records import BadRow, _record, jsonl_object
+from dedup.engine.records import BadRow, jsonl_object, record_of
 from dedup.engine.verify import Boilerplate, Detector
 
 _detectors: dict[tuple, Detector] = {}
@@ -48,13 +48,13 @@ def parse_lines(lines: Iterable[tuple[str, int]], name: str, offset: int) -> Ite
         )
         if item is None:
             continue
-        yield _row(item if isinstance(item, BadRow) else _record(item[1], where), offset + number)
+        yield _row(item if isinstance(item, BadRow) else record_of(item[1], where), offset + number)
 
 
 def parse_objects(objects: Iterable[tuple[dict, int]], name: str, offset: int) -> Iterator[tuple]:
     """Read (row as a dict, number from 0) of a Parquet input."""
     for obj, number in objects:
-        yield _row(_record(obj, f"{name}: row {number + 1}"), offset + number, obj)
+        yield _row(record_of(obj, f"{name}: row {number + 1}"), offset + number, obj)
 
 
 def _row(record, position: int, obj: dict | None = None) -> tuple:

@@ -248,7 +248,7 @@ def test_a_build_with_other_constants_is_refused(monkeypatch):
 
 @pytest.mark.parametrize(("value", "uses_compiled"), [("1", False), ("", True), ("0", True)])
 def test_dedup_no_native_makes_the_engine_use_numpy(value, uses_compiled):
-    check = "import dedup.engine.merge as m; print(m._native is not None)"
+    check = "import dedup.engine.merge as m; print(m.accelerated is not None)"
     env = {**os.environ, "DEDUP_NO_NATIVE": value}
     out = subprocess.run(
         [sys.executable, "-c", check], env=env, capture_output=True, text=True, check=True

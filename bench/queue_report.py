@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
+
 from bench.corpora import LEAK as SHARED  # normalised characters two families never share
+from dedup.engine.graph import components
 
 ROOT = Path(__file__).resolve().parents[1]
 VERBATIM = 32  # normalised characters of the shortest stretch counted as held verbatim
@@ -73,21 +76,6 @@ def doc_pairs(labels: Labels, read: dict, which: str) -> list[tuple[int, int, st
     return [(doc_of[a], doc_of[b], kind) for a, b, kind in read[which]]
 
 
-def clusters_of(n: int, pairs: list) -> list[int]:
-    """Return each doc's connected component over the pairs (the queue's clusters)."""
-    parent = list(range(n))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b, _ in pairs:
-        parent[root(a)] = root(b)
-    return [root(x) for x in range(n)]
-
-
 def score(labels: Labels, pairs: list, scope: set[str], same_text: bool = False) -> dict:
     """Return the figures of the pairs whose two docs are of corpora in scope; with
     `same_text`, a pair across two corpora whose docs hold the same text counts as right."""
@@ -104,7 +92,8 @@ def score(labels: Labels, pairs: list, scope: set[str], same_text: bool = False)
         )
         seen |= {a, b}
     keys = {(min(a, b), max(a, b)) for a, b, _ in inside}
-    component = clusters_of(len(labels.kind), inside)
+    ends = np.array([(a, b) for a, b, _ in inside], dtype=np.int64).reshape(-1, 2)
+    component = components(len(labels.kind), ends[:, 0], ends[:, 1])  # the queue's clusters
     hits, totals, clustered = Counter(), Counter(), 0
     for o, c, kind in labels.pairs:
         if labels.corpus[o] in scope:

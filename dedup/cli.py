@@ -14,7 +14,7 @@ from typing import TextIO
 
 import numpy as np
 
-from dedup.cli_parser import build_parser
+from dedup.cli_parser import build_parser, detector_settings
 from dedup.engine import Config, ConfigError, Fingerprinter
 from dedup.engine.pairs import Pairs, clusters, pairs, plan_for_pairs
 from dedup.engine.plan import PlanError, plan_for
@@ -184,14 +184,7 @@ def content_hash(text: str) -> str:
 def _run_duplicates(args: argparse.Namespace) -> int:
     from dedup.engine.verify import Detector, Duplicate
 
-    given = {
-        "k_article": args.k_max,
-        "near": args.near,
-        "near_short": args.near_short,
-        "partial": args.partial,
-        "min_chars": args.partial_min_chars,
-    }
-    detector = Detector(_config(args), **{k: v for k, v in given.items() if v is not None})
+    detector = Detector(_config(args), **detector_settings(args))
     reporter = _Reporter(sys.stderr)
     rows = _progress(read_records(args.input), count_rows(args.input), "article")
     records, features, verified, found = [], [], [], []

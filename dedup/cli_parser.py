@@ -190,3 +190,16 @@ def _input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default 1)"
     )
+
+
+def detector_settings(args: argparse.Namespace) -> dict:
+    """Return the Detector's keyword arguments that the verification flags set (duplicates and
+    spark): those given only, so that the others keep the Detector's defaults."""
+    given = {
+        "k_article": args.k_max,
+        "near": args.near,
+        "near_short": args.near_short,
+        "partial": args.partial,
+        "min_chars": args.partial_min_chars,
+    }
+    return {k: v for k, v in given.items() if v is not None}

@@ -58,23 +58,12 @@ def add_command(commands, parents: list[argparse.ArgumentParser]) -> None:
     spark.add_argument("--with-text", action="store_true", help=argparse.SUPPRESS)
 
 
-def detector_settings(args: argparse.Namespace) -> dict:
-    """Return the Detector's keyword arguments that the command line sets, as duplicates does."""
-    given = {
-        "k_article": args.k_max,
-        "near": args.near,
-        "near_short": args.near_short,
-        "partial": args.partial,
-        "min_chars": args.partial_min_chars,
-    }
-    return {k: v for k, v in given.items() if v is not None}
-
-
 def run(args: argparse.Namespace, config: Config) -> int:
     """Run the job; say what it did on standard error; return the exit code."""
     if args.partitions is not None and args.partitions < 1:
         print(f"error: --partitions must be at least 1, not {args.partitions}", file=sys.stderr)
         return EXIT_USAGE
+    from dedup import cli_parser  # imported here: the parser module imports this one
     from dedup.spark import job
 
     with job.session(args.master, args.partitions) as spark:
@@ -84,7 +73,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             output=args.output,
             archive=args.archive,
             config=config,
-            settings=detector_settings(args),
+            settings=cli_parser.detector_settings(args),
         )
     for bad in summary.bad_rows:
         print(bad, file=sys.stderr)

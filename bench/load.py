@@ -1,6 +1,6 @@
 """The web tier under load while an upload is processed: N clients for a fixed time.
 
-    ./dev bench load     (or: python -m bench.load [--clients 20] [--seconds 60])
+    ./dev bench load     (or: python -m bench.load [--clients 20] [--seconds 60] [--think 1 0])
 
 A fresh database `dedup_bench_load` on 127.0.0.1:5432 and Redis db 9 under the key prefix
 `bench-load:`; gunicorn as the image runs it (gunicorn.conf.py, 3 workers) on a free port and
@@ -9,7 +9,8 @@ then has pairs to show), then two uploads of the same size are timed: one alone 
 rate without load), one while N clients (its rate over the load's time, or until it ends),
 each in its own thread, ask in turn for the queue,
 the compare page of a matched pair, `POST /api/check` with an article's text and
-`GET /api/articles/<id>`, as fast as they are answered, for a fixed time. Each endpoint's
+`GET /api/articles/<id>`, waiting a random think time after each answer (a run per
+`--think`: 1 s, editors at work, and 0, back to back: the web tier saturated), for a fixed time. Each endpoint's
 requests per second, p50 and p99 and errors go to bench/results/load.md, with ingestion's
 rate under load as a share of its rate alone. Everything runs on this machine's cores, the
 clients too: figures of a shared machine, to compare with runs of the same machine.
@@ -144,7 +145,9 @@ class Clients:
             return "POST", "/api/check", body, api
         return "GET", f"/api/articles/{rng.choice(self.ids)}", None, api
 
-    def run(self, number: int, until: float) -> None:
+    def run(self, number: int, until: float, think: float = 0.0) -> None:
+        """Ask the endpoints in turn until `until`, waiting a random time of mean `think`
+        seconds (exponential) after each answer: an editor reading, not a loop."""
         rng = random.Random(number)
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         turn = number
@@ -166,6 +169,8 @@ class Clients:
                 self.latencies[endpoint].append(time.monotonic() - start)
                 if problem:
                     self.errors[endpoint].append(problem)
+            if think:
+                time.sleep(min(rng.expovariate(1 / think), max(0.0, until - time.monotonic())))
         connection.close()
 
 
@@ -199,6 +204,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument(
+        "--think", type=float, nargs="+", default=[1.0, 0.0],
+        help="each client's mean wait after an answer, seconds; a run per value "
+        "(0: back to back, the web tier saturated)",
+    )  # fmt: skip
     parser.add_argument("--corpus", type=int, default=3000, help="articles loaded first")
     parser.add_argument("--upload", type=int, default=1500, help="articles per timed upload")
     parser.add_argument("--seed", type=int, default=7)
@@ -213,18 +223,17 @@ def main() -> None:
     django.setup()
     from dedup.models import Article, Match
 
-    rows, _ = build_stream(args.corpus + 2 * args.upload, args.seed)
-    parts = {
-        "corpus": rows[: args.corpus],
-        "alone": rows[args.corpus : args.corpus + args.upload],
-        "loaded": rows[args.corpus + args.upload :],
-    }
+    names = ["corpus", "alone"] + [f"loaded-{i}" for i in range(len(args.think))]
+    rows, _ = build_stream(args.corpus + (len(names) - 1) * args.upload, args.seed)
     paths = {}
-    for name, part in parts.items():
+    for number, name in enumerate(names):
+        start = 0 if number == 0 else args.corpus + (number - 1) * args.upload
+        end = args.corpus + number * args.upload
         paths[name] = WORK_DIR / f"load-{name}.jsonl"
-        write_jsonl(part, paths[name])
+        write_jsonl(rows[start:end], paths[name])
     workers = Workers(env, 2, "prefork")
     server = None
+    runs = []
     try:
         workers.start()
         print(f"Loading the corpus ({args.corpus:,} articles)...", flush=True)
@@ -238,59 +247,76 @@ def main() -> None:
         texts = [row["text"] for row in random.Random(args.seed).sample(rows, 200)]
         port = free_port()
         server = gunicorn(env, port)
-        clients = Clients(port, cookie, token, pairs, texts, ids)
-        for number in range(3 * len(ENDPOINTS)):  # warm: each gunicorn worker's caches
-            clients.run(number, time.monotonic() + 0.5)
-        clients.latencies.clear()
-        clients.errors.clear()
-        print(f"{args.clients} clients for {args.seconds:.0f} s during an upload...", flush=True)
-        result: dict[str, float] = {}
-        until = time.monotonic() + args.seconds
-        uploading = threading.Thread(
-            target=lambda: result.update(rate=upload_and_wait(paths["loaded"], until))
-        )
-        threads = [
-            threading.Thread(target=clients.run, args=(number, until))
-            for number in range(args.clients)
-        ]
-        uploading.start()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        uploading.join()
+        for number, think in enumerate(args.think):
+            clients = Clients(port, cookie, token, pairs, texts, ids)
+            for warm in range(3 * len(ENDPOINTS)):  # each gunicorn worker's caches
+                clients.run(warm, time.monotonic() + 0.5)
+            clients.latencies.clear()
+            clients.errors.clear()
+            print(
+                f"{args.clients} clients (think {think:g} s) for {args.seconds:.0f} s "
+                "during an upload...",
+                flush=True,
+            )
+            rate = under_load(args, clients, think, paths[f"loaded-{number}"])
+            runs.append((think, clients, rate))
     finally:
         if server is not None:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(30)
         workers.stop()
-    report(args, clients, alone, result.get("rate", 0.0))
+    report(args, runs, alone)
 
 
-def report(args, clients: Clients, alone: float, loaded: float) -> None:
+def under_load(args, clients: Clients, think: float, upload: Path) -> float:
+    """Run the clients for the load's time while `upload` is processed; return its rate."""
+    result: dict[str, float] = {}
+    until = time.monotonic() + args.seconds
+    uploading = threading.Thread(target=lambda: result.update(rate=upload_and_wait(upload, until)))
+    threads = [
+        threading.Thread(target=clients.run, args=(number, until, think))
+        for number in range(args.clients)
+    ]
+    uploading.start()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    uploading.join()
+    return result.get("rate", 0.0)
+
+
+def report(args, runs: list, alone: float) -> None:
     lines = [
         "# The web tier under load during an upload (bench/load.py)\n",
-        f"{args.clients} clients for {args.seconds:.0f} s against gunicorn (3 workers) and one "
-        f"Celery worker (2 processes), after a corpus of {args.corpus:,} articles; the "
-        f"clients run on the same cores.\n",
-        "| endpoint | requests | per second | p50 ms | p99 ms | errors |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"{args.clients} clients for {args.seconds:.0f} s each run against gunicorn (3 "
+        f"workers) and one Celery worker (2 processes), after a corpus of {args.corpus:,} "
+        "articles, while an upload of "
+        f"{args.upload:,} articles is processed; the clients run on the same cores. A client "
+        "asks the queue, a compare page, `POST /api/check` and `GET /api/articles/<id>` in "
+        "turn and waits a random time (exponential, mean `think`) after each answer: 1 s is "
+        "20 editors working without pause; 0 is back to back, the web tier saturated (its "
+        "latencies are then the queue's length, its requests per second the capacity).\n",
+        f"Ingestion alone: {alone:,.1f} articles/s.\n",
+        "| think s | endpoint | requests | per second | p50 ms | p99 ms | errors |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
-    for endpoint in ENDPOINTS:
-        times = clients.latencies[endpoint]
-        lines.append(
-            f"| {endpoint} | {len(times):,} | {len(times) / args.seconds:,.1f} | "
-            f"{percentile(times, 0.5) * 1000:,.0f} | {percentile(times, 0.99) * 1000:,.0f} | "
-            f"{len(clients.errors[endpoint])} |"
-        )
-    share = loaded / alone if alone else 0.0
-    lines += [
-        "",
-        f"Ingestion: {alone:,.1f} articles/s alone, {loaded:,.1f} under load ({share:.0%}).",
-    ]
-    errors = [e for endpoint in ENDPOINTS for e in clients.errors[endpoint][:3]]
-    if errors:
-        lines += ["", "First errors: " + "; ".join(errors)]
+    shares = []
+    for think, clients, loaded in runs:
+        for endpoint in ENDPOINTS:
+            times = clients.latencies[endpoint]
+            lines.append(
+                f"| {think:g} | {endpoint} | {len(times):,} | {len(times) / args.seconds:,.1f} | "
+                f"{percentile(times, 0.5) * 1000:,.0f} | "
+                f"{percentile(times, 0.99) * 1000:,.0f} | {len(clients.errors[endpoint])} |"
+            )
+        share = loaded / alone if alone else 0.0
+        shares.append(f"think {think:g} s: {loaded:,.1f} articles/s ({share:.0%} of alone)")
+    lines += ["", "Ingestion under load: " + "; ".join(shares) + "."]
+    for think, clients, _ in runs:
+        errors = [e for endpoint in ENDPOINTS for e in clients.errors[endpoint][:3]]
+        if errors:
+            lines += ["", f"First errors (think {think:g} s): " + "; ".join(errors)]
     text = "\n".join(lines) + "\n"
     provenance.write(RESULTS, text)
     print(text)

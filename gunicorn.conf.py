@@ -11,6 +11,14 @@ def post_worker_init(worker) -> None:
     warm()
 
 
+# Worker processes, and threads in each (gunicorn's gthread workers when more than one): a
+# request spends about half its time waiting for PostgreSQL, and a thread of the same process
+# serves another meanwhile, sharing the process's warmed caches (they are guarded by locks).
+# Each thread keeps a database connection: workers x threads per web container.
+workers = int(os.environ.get("GUNICORN_WORKERS", "3"))
+threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "120"))
+
 # Each worker is replaced after this many requests (a little more or less, so that they are not
 # all replaced at once): the memory a worker's caches and Python's allocator keep grows with
 # what it served, and a fresh worker gives it back.

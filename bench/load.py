@@ -3,17 +3,17 @@
     ./dev bench load     (or: python -m bench.load [--clients 20] [--seconds 60] [--think 1 0])
 
 A fresh database `dedup_bench_load` on 127.0.0.1:5432 and Redis db 9 under the key prefix
-`bench-load:`; gunicorn as the image runs it (gunicorn.conf.py, 3 workers) on a free port and
-one Celery worker (prefork, 2 processes). First a corpus is loaded and processed (the queue
-then has pairs to show), then two uploads of the same size are timed: one alone (ingestion's
-rate without load), one while N clients (its rate over the load's time, or until it ends),
-each in its own thread, ask in turn for the queue,
-the compare page of a matched pair, `POST /api/check` with an article's text and
+`bench-load:`; gunicorn as the image runs it (gunicorn.conf.py: workers and threads) on a
+free port and one Celery worker (prefork, 2 processes). First a corpus is loaded and
+processed (the queue then has pairs to show), then uploads of the same size are timed: one
+alone (ingestion's rate without load), then one per run while N clients (its rate over the
+load's time, or until it ends), each in its own thread, ask in turn for the queue, the
+compare page of a matched pair, `POST /api/check` with an article's text and
 `GET /api/articles/<id>`, waiting a random think time after each answer (a run per
-`--think`: 1 s, editors at work, and 0, back to back: the web tier saturated), for a fixed time. Each endpoint's
-requests per second, p50 and p99 and errors go to bench/results/load.md, with ingestion's
-rate under load as a share of its rate alone. Everything runs on this machine's cores, the
-clients too: figures of a shared machine, to compare with runs of the same machine.
+`--think`: 1 s, editors at work, and 0, back to back: the web tier saturated). Each
+endpoint's requests per second, p50 and p99 and errors go to bench/results/load.md, with
+ingestion's rate under load as a share of its rate alone. Everything runs on this machine's
+cores, the clients too: figures of a shared machine, to compare with runs of the same machine.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import http.client
 import json
 import os
 import random
+import runpy
 import signal
 import socket
 import subprocess
@@ -182,8 +183,7 @@ def percentile(values: list[float], share: float) -> float:
 def gunicorn(env: dict, port: int) -> subprocess.Popen:
     log = (WORK_DIR / "gunicorn.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "dedup.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "3", "--timeout", "120"],
+        [sys.executable, "-m", "gunicorn", "dedup.wsgi", "--bind", f"127.0.0.1:{port}"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -286,11 +286,17 @@ def under_load(args, clients: Clients, think: float, upload: Path) -> float:
     return result.get("rate", 0.0)
 
 
+def served() -> str:
+    """Return how gunicorn.conf.py (as this environment sets it) runs the web tier."""
+    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    return f"gunicorn.conf.py: {conf['workers']} workers x {conf['threads']} threads"
+
+
 def report(args, runs: list, alone: float) -> None:
     lines = [
         "# The web tier under load during an upload (bench/load.py)\n",
-        f"{args.clients} clients for {args.seconds:.0f} s each run against gunicorn (3 "
-        f"workers) and one Celery worker (2 processes), after a corpus of {args.corpus:,} "
+        f"{args.clients} clients for {args.seconds:.0f} s each run against gunicorn "
+        f"({served()}) and one Celery worker (2 processes), after a corpus of {args.corpus:,} "
         "articles, while an upload of "
         f"{args.upload:,} articles is processed; the clients run on the same cores. A client "
         "asks the queue, a compare page, `POST /api/check` and `GET /api/articles/<id>` in "

@@ -17,7 +17,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("web", "worker", "webhooks", "beat")
 # Compose-only knobs: interpolated into docker-compose.yml, never passed to dedup.
-COMPOSE_ONLY = {"POSTGRES_PASSWORD", "DEDUP_PORT", "GUNICORN_MAX_REQUESTS"}  # not settings.py
+# Read by compose or gunicorn.conf.py, not settings.py.
+COMPOSE_ONLY = {
+    "POSTGRES_PASSWORD",
+    "DEDUP_PORT",
+    "GUNICORN_MAX_REQUESTS",
+    "GUNICORN_WORKERS",
+    "GUNICORN_THREADS",
+}
 
 
 def settings_variables() -> set[str]:
@@ -138,16 +145,30 @@ def test_dockerfile_installs_the_project_and_collects_static_files():
     assert "collectstatic --noinput" in text
 
 
-def test_gunicorn_recycles_its_workers():
-    """gunicorn.conf.py (read by the image's and the compose file's gunicorn) replaces each web
-    worker after a bounded number of requests, staggered."""
+def gunicorn_config() -> dict[str, str]:
+    """Return gunicorn's settings as it reads them from gunicorn.conf.py (as the image's and
+    the compose file's gunicorn do)."""
     printed = subprocess.run(
         [sys.executable, "-m", "gunicorn", "--print-config", "dedup.wsgi"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
     ).stdout  # fmt: skip
-    settings = {
+    return {
         name.strip(): value.strip()
         for name, _, value in (line.partition("=") for line in printed.splitlines())
     }
+
+
+def test_gunicorn_recycles_its_workers():
+    """Each web worker is replaced after a bounded number of requests, staggered."""
+    settings = gunicorn_config()
     assert 0 < int(settings["max_requests"]) <= 10000
     assert int(settings["max_requests_jitter"]) > 0
+
+
+def test_gunicorn_serves_with_threads_in_each_worker():
+    """Several processes, each with threads (gthread) that serve while another waits for the
+    database; the compose file's command leaves them to gunicorn.conf.py."""
+    settings = gunicorn_config()
+    assert int(settings["workers"]) >= 2 and int(settings["threads"]) >= 2
+    web = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["web"]
+    assert "--workers" not in web["command"] and "--threads" not in web["command"]

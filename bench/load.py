@@ -157,15 +157,7 @@ class Clients:
             turn += 1
             method, path, body, headers = self.request(rng, endpoint)
             start = time.monotonic()
-            try:
-                connection.request(method, path, body=body, headers=headers)
-                response = connection.getresponse()
-                response.read()
-                problem = "" if response.status < 400 else f"{response.status} {path}"
-            except (OSError, http.client.HTTPException) as error:
-                problem = f"{type(error).__name__}: {error}"
-                connection.close()
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            connection, problem = self.ask(connection, method, path, body, headers)
             with self.lock:
                 self.latencies[endpoint].append(time.monotonic() - start)
                 if problem:
@@ -173,6 +165,26 @@ class Clients:
             if think:
                 time.sleep(min(rng.expovariate(1 / think), max(0.0, until - time.monotonic())))
         connection.close()
+
+    def ask(self, connection, method, path, body, headers) -> tuple[object, str]:
+        """Send one request; return the connection to use next and the problem, if any. A
+        kept-alive connection the server closed while the client was thinking (gunicorn's
+        `keepalive`) is opened again and the request sent once more, as browsers do."""
+        for again in (True, False):
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                response = connection.getresponse()
+                response.read()
+                return connection, "" if response.status < 400 else f"{response.status} {path}"
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
+                problem = f"{type(error).__name__}: {error}"
+            except (OSError, http.client.HTTPException) as error:
+                problem, again = f"{type(error).__name__}: {error}", False
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            if not again:
+                break
+        return connection, problem
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -112,7 +112,7 @@ def postgres_index(plan: Plan, ids: np.ndarray, values: np.ndarray) -> Iterator[
         for start in range(0, len(ids), LOAD_CHUNK):
             index.add(ids[start : start + LOAD_CHUNK], values[start : start + LOAD_CHUNK])
         with connection.cursor() as cursor:
-            cursor.execute("VACUUM (ANALYZE) dedup_segmentrow")
+            cursor.execute("VACUUM (ANALYZE) dedup_segment")
         yield index
     finally:
         SegmentRow.objects.filter(version=version).delete()

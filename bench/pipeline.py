@@ -410,9 +410,13 @@ def table_sizes() -> dict[str, int]:
 
     sizes = {}
     with connection.cursor() as cursor:
-        for table in ("article", "fingerprint", "segmentrow", "passagekey", "match"):
-            cursor.execute("SELECT pg_total_relation_size(%s)", [f"dedup_{table}"])
-            sizes[table] = cursor.fetchone()[0]
+        for table in ("article", "fingerprint", "segment", "passagekey", "match"):
+            # A partitioned table's bytes are its partitions' (the segment index's days).
+            cursor.execute(
+                "SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(%s)",
+                [f"dedup_{table}"],
+            )
+            sizes[table] = int(cursor.fetchone()[0] or 0)
     return sizes
 
 
@@ -553,7 +557,8 @@ def report(args, kinds, size_mb, engine, sample, pipe, health, sizes, tasks, pro
         f"- Stored: {health['fingerprints']:,} fingerprints, {health['segment_rows']:,} segment "
         f"rows, {health['passage_keys']:,} passage keys; on disk with indexes: "
         + ", ".join(f"{t} {b / 2**20:,.0f} MiB" for t, b in sizes.items())
-        + ".",
+        + f"; the segment index {sizes['segment'] / max(1, health['segment_rows']):,.0f} bytes "
+        "per row with its indexes.",
         "- Checks (articles == lines, one article per row, each claimed once, one fingerprint "
         "per processed article, no pair matched twice, every exact copy matched to its "
         "original, every exact match between identical texts): "

@@ -234,9 +234,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "dedup.tasks.webhooks_dispatch",
         "schedule": 60,
     },
+    # The segment index's day partitions: the coming days' made, those outside the window
+    # dropped (dedup.index.partitions).
     "prune-outside-retention": {
         "task": "dedup.tasks.articles_prune",
-        "schedule": 24 * 3600,
+        "schedule": 3600,
     },
 }
 

@@ -67,7 +67,8 @@ def uploads_requeue_stuck(self) -> int:
 
 @shared_task(name="dedup.tasks.articles_prune", **RETRY)
 def articles_prune(self) -> int:
-    """Delete index rows outside the retention window."""
+    """Move the segment index's day partitions with the retention window (the coming days'
+    made, those before it dropped) and delete the passage keys outside it."""
     return services.articles_prune()
 
 
@@ -106,5 +107,6 @@ def index_upgrade_on_start(sender=None, **kwargs) -> None:
     # Celery logs what this raises; beat's index_upgrade checks again later.
     try:
         services.index_upgrade()
+        services.articles_prune()  # today's partitions of the segment index, if not made yet
     finally:
         connection.close()  # the pool's processes have their own; this one needs it no more

@@ -4,7 +4,10 @@ one index interface, which MemIndex implements in memory.
 
 index_store writes its rows through `segment_rows` and `segments_insert`, and candidates_find
 reads them through `PgSegmentIndex.query_many`: one key function (Plan.keys), one lookup
-statement.
+statement. A row's key is one bigint, the table number in its top byte and the table's key
+below (`combined_keys`), so that a look-up is one `key = ANY(array)` over one index: an
+index-only scan on every day partition, with no join or sub-select (a distributed
+PostgreSQL routes it as it is). The Hamming distance is checked here, on the rows it returns.
 """
 
 from __future__ import annotations
@@ -16,17 +19,27 @@ import numpy as np
 from dedup.db import columns, int_array, pg_cursor
 from dedup.engine.plan import Plan
 from dedup.engine.storage import EMPTY_HITS, HOT_FACTOR, HOT_MINIMUM, Hits, check_k
+from dedup.models.versions import version_number, version_register
 
 # Queries per lookup statement in query_many.
 QUERY_CHUNK = 1_000
 _MASK = (1 << 64) - 1
-# Every (query number, table, key, fingerprint) against the rows under that table's key.
+TABLE_SHIFT = 56  # a combined key's table number sits above this bit
+# The rows under any of these keys, of one version: the buckets of every query and table.
 LOOKUP = """
-    SELECT DISTINCT q.i, s.article_id, bit_count((s.fingerprint # q.fp)::bit(64))
-    FROM unnest(%s::int[], %s::smallint[], %s::bigint[], %s::bigint[]) AS q(i, table_no, key, fp)
-    JOIN dedup_segmentrow s ON s.version = %s AND s.table_no = q.table_no AND s.key = q.key
-    WHERE bit_count((s.fingerprint # q.fp)::bit(64)) <= %s
+    SELECT key, fingerprint, article_id FROM dedup_segment
+    WHERE version = %s AND key = ANY(%s::bigint[])
 """
+
+
+def combined_keys(plan: Plan, values: np.ndarray) -> np.ndarray:
+    """Return each fingerprint's key in every table as one uint64 (tables, n): the table
+    number in the top byte, xor the table's key (a key wider than 56 bits shares a few bits
+    with the number: its bucket may hold another table's rows, which the distance check
+    leaves out)."""
+    keys = plan.keys(values)
+    tables = np.arange(plan.table_count, dtype=np.uint64)[:, None] << np.uint64(TABLE_SHIFT)
+    return keys ^ tables
 
 
 def fingerprint_array(values: Iterable[int] | np.ndarray) -> np.ndarray:
@@ -60,30 +73,34 @@ def id_array(ids: Iterable[int] | np.ndarray) -> np.ndarray:
 
 
 def segment_rows(plan: Plan, ids: np.ndarray, values: np.ndarray) -> list[tuple[int, ...]]:
-    """Return the (table_no, key, fingerprint, article_id) rows of fingerprints, key and
-    fingerprint signed (the same bits), table by table."""
+    """Return the (key, fingerprint, article_id) rows of fingerprints, the combined key and
+    the fingerprint signed (the same bits), table by table."""
     values = np.asarray(values, dtype=np.uint64).reshape(-1)
-    keys = plan.keys(values).view(np.int64).tolist()
+    keys = combined_keys(plan, values).view(np.int64).tolist()
     signed = values.view(np.int64).tolist()
     ids = np.asarray(ids, dtype=np.int64).tolist()
     rows: list[tuple[int, ...]] = []
     for table in range(plan.table_count):
-        rows += zip([table] * len(ids), keys[table], signed, ids, strict=True)
+        rows += zip(keys[table], signed, ids, strict=True)
     return rows
 
 
 def segments_insert(rows: list[tuple[int, ...]], version: str) -> None:
-    """Write segment rows (segment_rows) in one statement, every column as one array."""
+    """Write segment rows (segment_rows) in one statement, every column as one array; each
+    goes to the partition of its article's day (UTC; today for an id with no article)."""
     if not rows:
         return
+    number = version_register(version)
     with pg_cursor() as cursor:
         cursor.execute(
             """
-            INSERT INTO dedup_segmentrow (version, table_no, key, fingerprint, article_id)
-            SELECT %s, t, k, f, a
-            FROM unnest(%s::smallint[], %s::bigint[], %s::bigint[], %s::bigint[]) AS u(t, k, f, a)
+            INSERT INTO dedup_segment (version, key, fingerprint, article_id, day)
+            SELECT %s, u.k, u.f, u.a,
+                   coalesce((a.dated_at AT TIME ZONE 'UTC')::date, current_date)
+            FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS u(k, f, a)
+            LEFT JOIN dedup_article AS a ON a.id = u.a
             """,
-            [version, *columns(rows)],
+            [number, *columns(rows)],
         )
 
 
@@ -109,9 +126,8 @@ class PgSegmentIndex:
         """Forget these articles' rows; return how many articles' fingerprints went."""
         with pg_cursor() as cursor:
             cursor.execute(
-                "DELETE FROM dedup_segmentrow "
-                "WHERE version = %s AND article_id = ANY(%s::bigint[])",
-                [self.version, int_array(id_array(ids).tolist())],
+                "DELETE FROM dedup_segment WHERE version = %s AND article_id = ANY(%s::bigint[])",
+                [version_number(self.version), int_array(id_array(ids).tolist())],
             )
             return cursor.rowcount // self.plan.table_count
 
@@ -127,8 +143,8 @@ class PgSegmentIndex:
 
     def query_many(self, values: Iterable[int] | np.ndarray, k: int) -> Hits:
         """Return every (query number, article id, distance) within distance k: one statement
-        per QUERY_CHUNK queries, each table's bucket read under its key, the distance checked
-        in the database."""
+        per QUERY_CHUNK queries, reading the buckets of every query in every table, the
+        distance checked on the rows it returns."""
         check_k(self.plan, k)
         values = fingerprint_array(values)
         parts = [
@@ -141,59 +157,67 @@ class PgSegmentIndex:
         return Hits(found[:, 0], found[:, 1], found[:, 2].astype(np.uint8))
 
     def _lookup(self, values: np.ndarray, k: int, offset: int) -> np.ndarray:
+        """Return (query number, article, distance) rows, each once, for some queries."""
+        keys = combined_keys(self.plan, values).reshape(-1)  # table by table
+        queries = np.tile(np.arange(len(values), dtype=np.int64), self.plan.table_count)
+        order = np.argsort(keys, kind="stable")
+        keys, queries = keys[order], queries[order]
+        wanted = np.unique(keys)
         with pg_cursor() as cursor:
-            cursor.execute(LOOKUP, self._params(values, k, offset), binary=True)
-            return np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 3)
-
-    def _params(self, values: np.ndarray, k: int, offset: int) -> list:
-        tables, n = self.plan.table_count, len(values)
-        return [
-            int_array(np.tile(np.arange(n) + offset, tables).tolist()),
-            int_array(np.repeat(np.arange(tables), n).tolist()),
-            int_array(self.plan.keys(values).view(np.int64).reshape(-1).tolist()),
-            int_array(np.tile(values.view(np.int64), tables).tolist()),
-            self.version,
-            k,
-        ]
+            cursor.execute(
+                LOOKUP,
+                [version_number(self.version), int_array(wanted.view(np.int64).tolist())],
+                binary=True,
+            )
+            rows = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 3)
+        # Each row against every query that asked for its key.
+        row_keys = rows[:, 0].view(np.uint64)
+        first = np.searchsorted(keys, row_keys, side="left")
+        count = np.searchsorted(keys, row_keys, side="right") - first
+        row_of = np.repeat(np.arange(len(rows)), count)
+        at = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())
+        query = queries[at]
+        distance = np.bitwise_count(
+            rows[row_of, 1].view(np.uint64) ^ values[query].astype(np.uint64)
+        ).astype(np.int64)
+        near = distance <= k
+        found = np.stack([query[near] + offset, rows[row_of[near], 2], distance[near]], axis=1)
+        return np.unique(found, axis=0) if len(found) else found.reshape(-1, 3)
 
     def hot_buckets(
         self, factor: float = HOT_FACTOR, minimum: int = HOT_MINIMUM
     ) -> list[tuple[int, int, int]]:
         """Return (table_no, key, distinct fingerprints) of the buckets far above the size
         even spreading gives, largest first (see storage.SegmentIndex)."""
+        number = version_number(self.version)
         with pg_cursor() as cursor:
             cursor.execute(
-                """
-                WITH n AS (
-                    SELECT count(DISTINCT fingerprint) AS n FROM dedup_segmentrow
-                    WHERE version = %(version)s AND table_no = 0
-                )
-                SELECT s.table_no, s.key, count(DISTINCT s.fingerprint) AS size
-                FROM dedup_segmentrow AS s
-                JOIN unnest(%(table_nos)s::int2[], %(key_bits)s::int4[]) AS t(table_no, bits)
-                    USING (table_no)
-                CROSS JOIN n
-                WHERE s.version = %(version)s
-                GROUP BY s.table_no, s.key, t.bits, n.n
-                HAVING count(DISTINCT s.fingerprint)
-                    > greatest(%(minimum)s, %(factor)s * n.n / 2 ^ t.bits)
-                """,
-                {
-                    "version": self.version,
-                    "table_nos": list(range(self.plan.table_count)),
-                    "key_bits": list(self.plan.key_bits),
-                    "minimum": minimum,
-                    "factor": float(factor),
-                },
+                "SELECT count(DISTINCT fingerprint) FROM dedup_segment WHERE version = %s",
+                [number],
             )
-            rows = [(t, key & _MASK, size) for t, key, size in cursor.fetchall()]
+            n = cursor.fetchone()[0]
+            cursor.execute(
+                "SELECT key, count(DISTINCT fingerprint) FROM dedup_segment WHERE version = %s "
+                "GROUP BY key HAVING count(DISTINCT fingerprint) >= %s",
+                [number, minimum],
+            )
+            found = cursor.fetchall()
+        rows = []
+        for combined, size in found:
+            table = (combined & _MASK) >> TABLE_SHIFT
+            if table < self.plan.table_count:
+                bits = self.plan.key_bits[table]
+                if size > max(minimum, factor * n / 2**bits):
+                    rows.append((table, (combined & _MASK) ^ (table << TABLE_SHIFT), size))
         return sorted(rows, key=lambda row: (-row[2], row[0], row[1]))
 
     def explain(self, value: int) -> str:
-        """Return PostgreSQL's plan for the lookup of one fingerprint at k_max."""
-        params = self._params(fingerprint_array([value]), self.plan.k_max, 0)
+        """Return PostgreSQL's plan for the lookup of one fingerprint in every table."""
+        keys = combined_keys(self.plan, fingerprint_array([value])).view(np.int64).reshape(-1)
         with pg_cursor() as cursor:
-            cursor.execute("EXPLAIN " + LOOKUP, params)
+            cursor.execute(
+                "EXPLAIN " + LOOKUP, [version_number(self.version), int_array(keys.tolist())]
+            )
             return "\n".join(row[0] for row in cursor.fetchall())
 
 

@@ -57,7 +57,7 @@ def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> int:
     new = _fingerprints_insert(fingerprints, version)
     items = [item for item in items if item.article_id in new]
     with_value = [item for item in items if item.features.fingerprint is not None]
-    segments = segment_rows(  # (table_no, key, fingerprint, article)
+    segments = segment_rows(  # (key, fingerprint, article)
         plan,
         np.array([item.article_id for item in with_value], dtype=np.int64),
         np.array([item.features.fingerprint for item in with_value], dtype=np.uint64),
@@ -124,7 +124,7 @@ def index_vacuum_if_due(rows: int) -> bool:
         return False
     _rows_since_vacuum = 0
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM (SKIP_LOCKED) dedup_passagekey, dedup_segmentrow")
+        cursor.execute("VACUUM (SKIP_LOCKED) dedup_passagekey, dedup_segment")
     return True
 
 

@@ -20,6 +20,7 @@ from dedup.models.articles import (
 from dedup.models.matches import Decision, Match, MatchKind, MatchVersion, Verdict
 from dedup.models.settings import SHARE, RebuildJob, RebuildState, Settings
 from dedup.models.uploads import UploadBatch, UploadState
+from dedup.models.versions import IndexVersion
 
 __all__ = [
     "SHARE",
@@ -31,6 +32,7 @@ __all__ = [
     "DeliveryState",
     "Fingerprint",
     "FingerprintStatus",
+    "IndexVersion",
     "Match",
     "MatchKind",
     "MatchVersion",

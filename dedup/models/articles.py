@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from dedup.engine.fingerprint import Status
 from dedup.engine.hamming import to_unsigned
+from dedup.models.versions import VersionField
 
 URL_KEY = 300  # characters of a URL in the look-up index (see Article.Meta)
 
@@ -135,29 +136,28 @@ class Fingerprint(models.Model):
 class SegmentRow(models.Model):
     """One row of the segment index: an article fingerprint under one table's key.
 
-    No unique constraint: rows are written only with their article's new Fingerprint row,
-    which is unique per version (index.index_store), and one constraint less makes inserts
-    cheaper."""
+    The table `dedup_segment` is partitioned by `day` (the article's date: native range
+    partitions, one a day within the retention window and a default one for the rest), made
+    by migration 0024 and kept by dedup.index.partitions: the window moves on by dropping a
+    day's partition, never by deleting rows. Lean rows: `key` holds the plan's table number in
+    its top byte and the table's key below (one bigint, looked up with `= ANY`), the version
+    a 32-bit number (VersionField). No unique constraint: rows are written only with their
+    article's new Fingerprint row, which is unique per version (index.index_store)."""
 
-    version = models.CharField(max_length=120)
-    table_no = models.SmallIntegerField()
-    key = models.BigIntegerField()
+    pk = models.CompositePrimaryKey("version", "key", "article")  # for the ORM; no constraint
+    version = VersionField()
+    key = models.BigIntegerField()  # table number << 56, xor the table's key; signed
     fingerprint = models.BigIntegerField()  # signed
     # Derived rows, written by the million: no foreign-key check per row in the database
     # (Django still deletes them with their article).
     article = models.ForeignKey(
         Article, on_delete=models.CASCADE, related_name="segment_rows", db_constraint=False
     )
+    day = models.DateField()
 
     class Meta:
-        # Covering (PostgreSQL): a lookup reads the index alone.
-        indexes = [
-            models.Index(
-                fields=["version", "table_no", "key"],
-                include=["fingerprint", "article"],
-                name="segment_lookup",
-            )
-        ]
+        # A partitioned table: migration 0024 makes it in SQL; managed, so that tests flush it.
+        db_table = "dedup_segment"
 
 
 class PassageKey(models.Model):

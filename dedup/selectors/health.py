@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count
 
+from dedup.index.segments import PgSegmentIndex
 from dedup.models import (
     Article,
     ArticleStatus,
@@ -101,19 +102,14 @@ def _hot_buckets(settings, version: str, indexed: int) -> list[dict]:
     """Return (table_no, key, rows) of buckets far above the size even spreading gives."""
     if not indexed:
         return []
-    key_bits = settings.plan().key_bits
-    limits = [max(HOT_MINIMUM, HOT_FACTOR * indexed / 2**bits) for bits in key_bits]
-    rows = (
-        SegmentRow.objects.filter(version=version)
-        .values("table_no", "key")
-        .annotate(rows=Count("id"))
-        .filter(rows__gt=min(limits))
-        .order_by("-rows")
-    )
-    hot = []
-    for row in rows[: HOT_SHOWN * 10]:
-        table = row["table_no"]
-        if table < len(limits) and row["rows"] > limits[table]:
-            expected = indexed / 2 ** key_bits[table]
-            hot.append({**row, "expected": round(expected, 2)})
-    return hot[:HOT_SHOWN]
+    plan = settings.plan()
+    hot = PgSegmentIndex(plan, version).hot_buckets(factor=HOT_FACTOR, minimum=HOT_MINIMUM)
+    return [
+        {
+            "table_no": table,
+            "key": key,
+            "rows": size,
+            "expected": round(indexed / 2 ** plan.key_bits[table], 2),
+        }
+        for table, key, size in hot[:HOT_SHOWN]
+    ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings as django_settings
 from django.db import transaction
@@ -22,7 +22,6 @@ from dedup.models import (
     Match,
     MatchKind,
     PassageKey,
-    SegmentRow,
     UploadBatch,
     UploadState,
 )
@@ -324,10 +323,15 @@ def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
 
 
 def articles_prune(*, now: datetime | None = None) -> int:
-    """Delete the index rows of articles outside the retention window; return how many."""
+    """Move the segment index's day partitions with the retention window (make the coming
+    days', drop those before it) and delete the passage keys of articles outside it; return
+    how many partitions were dropped and passage keys deleted."""
+    now = now or timezone.now()
     start = index.retention_start(index.settings_current(), now)
+    done = index.partitions_maintain(
+        start=start and start.astimezone(UTC).date(), today=now.astimezone(UTC).date()
+    )
     if start is None:
-        return 0
-    deleted, _ = SegmentRow.objects.filter(article__dated_at__lt=start).delete()
+        return done["dropped"]
     passages, _ = PassageKey.objects.filter(article__dated_at__lt=start).delete()
-    return deleted + passages
+    return done["dropped"] + done["deleted"] + passages

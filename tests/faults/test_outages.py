@@ -165,8 +165,8 @@ class Stack:
             " GROUP BY 1, 2 HAVING count(*) > 1) d"
         ) == [(0,)], "an article fingerprinted twice"
         assert self.sql(
-            "SELECT count(*) FROM (SELECT version, table_no, key, article_id"
-            " FROM dedup_segmentrow GROUP BY 1, 2, 3, 4 HAVING count(*) > 1) d"
+            "SELECT count(*) FROM (SELECT version, key, article_id"
+            " FROM dedup_segment GROUP BY 1, 2, 3 HAVING count(*) > 1) d"
         ) == [(0,)], "an index row written twice"
         assert self.sql(
             "SELECT count(*) FROM (SELECT a_id, b_id FROM dedup_match"

@@ -1,0 +1,112 @@
+"""The segment index's day partitions (dedup_segment, partitioned by the article's day):
+one partition a day over the retention window and a little ahead, a default partition for
+the days outside it; the window moves on by dropping whole partitions, never by deleting rows
+one by one.
+
+`partitions_maintain` is idempotent and safe beside workers that write and look up: a new
+day's partition is made as a table of its own, filled with that day's rows from the default
+partition (their writes wait the few milliseconds it takes) and attached, which leaves
+readers and writers of other partitions alone; dropping a partition waits for running
+look-ups (`lock_timeout`: if it cannot have its lock at once, the next run drops it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+
+from django.db import OperationalError, connection, transaction
+
+logger = logging.getLogger(__name__)
+
+PARENT = "dedup_segment"
+DEFAULT = "dedup_segment_default"
+AHEAD_DAYS = 2  # partitions made ahead of today, so that no day starts in the default one
+# Days with a partition of their own at most: a longer window keeps its older days in the
+# default partition (deleted row by row as they leave it), since every look-up reads every
+# partition's index.
+DAY_PARTITIONS = 32
+_NAME = re.compile(r"^dedup_segment_p(\d{8})$")
+
+
+def partition_name(day: dt.date) -> str:
+    return f"{PARENT}_p{day:%Y%m%d}"
+
+
+def partitions_list() -> list[dt.date]:
+    """Return the days that have a partition of their own, in order."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = %s::regclass",
+            [PARENT],
+        )
+        names = [row[0] for row in cursor.fetchall()]
+    days = [_NAME.match(name) for name in names]
+    return sorted(dt.datetime.strptime(m[1], "%Y%m%d").date() for m in days if m)
+
+
+def partitions_maintain(*, start: dt.date | None, today: dt.date) -> dict[str, int]:
+    """Make the partitions of the days from `start` (the retention window's first day, at
+    most DAY_PARTITIONS days in all; None: no window, from yesterday) to AHEAD_DAYS after
+    `today`; drop those before `start` and delete the default partition's rows before it.
+    Return what was done."""
+    have = set(partitions_list())
+    first = max(start or today, today - dt.timedelta(days=DAY_PARTITIONS - AHEAD_DAYS - 1))
+    first = min(first, today - dt.timedelta(days=1))
+    wanted = [first + dt.timedelta(days=n) for n in range((today - first).days + AHEAD_DAYS + 1)]
+    made = [day for day in wanted if day not in have and _partition_make(day)]
+    dropped = 0
+    deleted = 0
+    if start is not None:
+        dropped = sum(_partition_drop(day) for day in sorted(have) if day < start)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {DEFAULT} WHERE day < %s", [start])
+            deleted = cursor.rowcount
+    if made or dropped or deleted:
+        logger.info(
+            "segment partitions: %d made, %d dropped, %d rows outside the window deleted",
+            len(made),
+            dropped,
+            deleted,
+        )
+    return {"made": len(made), "dropped": dropped, "deleted": deleted}
+
+
+def _partition_make(day: dt.date) -> bool:
+    """Make a day's partition with its rows from the default partition; return whether it
+    was made here (another process may have made it first)."""
+    name, until = partition_name(day), day + dt.timedelta(days=1)
+    with transaction.atomic(), connection.cursor() as cursor:
+        # One maker at a time; writers of the default partition wait while its rows move.
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [PARENT])
+        cursor.execute("SELECT to_regclass(%s)", [name])
+        if cursor.fetchone()[0] is not None:
+            return False
+        cursor.execute(f"LOCK TABLE {DEFAULT} IN SHARE ROW EXCLUSIVE MODE")
+        cursor.execute(f"CREATE TABLE {name} (LIKE {PARENT} INCLUDING DEFAULTS)")
+        cursor.execute(
+            f"WITH moved AS (DELETE FROM {DEFAULT} WHERE day >= %s AND day < %s RETURNING *) "
+            f"INSERT INTO {name} SELECT * FROM moved",
+            [day, until],
+        )
+        cursor.execute(
+            f"ALTER TABLE {PARENT} ATTACH PARTITION {name} FOR VALUES FROM (%s) TO (%s)",
+            [day, until],
+        )
+    return True
+
+
+def _partition_drop(day: dt.date) -> int:
+    """Drop a day's partition (its rows all go at once); return 1, or 0 if it was busy."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '2s'")
+            cursor.execute(f"DROP TABLE IF EXISTS {partition_name(day)}")
+    except OperationalError as error:  # lock_timeout: look-ups held it; the next run drops it
+        if getattr(error.__cause__, "sqlstate", None) != "55P03":
+            raise
+        logger.warning("partition of %s busy, dropped at the next run", day)
+        return 0
+    return 1

@@ -66,7 +66,7 @@ def uploads_requeue_stuck(self) -> int:
 
 
 @shared_task(name="dedup.tasks.articles_prune", **RETRY)
-def articles_prune(self) -> int:
+def articles_prune(self) -> dict[str, int]:
     """Move the segment index's day partitions with the retention window (the coming days'
     made, those before it dropped) and delete the passage keys outside it."""
     return services.articles_prune()

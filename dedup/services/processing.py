@@ -322,16 +322,22 @@ def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     return len(ids)
 
 
-def articles_prune(*, now: datetime | None = None) -> int:
+def articles_prune(*, now: datetime | None = None) -> dict[str, int]:
     """Move the segment index's day partitions with the retention window (make the coming
     days', drop those before it) and delete the passage keys of articles outside it; return
-    how many partitions were dropped and passage keys deleted."""
+    the partitions made and dropped, and the rows deleted one by one (segment rows of the
+    default partition, passage keys)."""
     now = now or timezone.now()
     start = index.retention_start(index.settings_current(), now)
     done = index.partitions_maintain(
         start=start and start.astimezone(UTC).date(), today=now.astimezone(UTC).date()
     )
-    if start is None:
-        return done["dropped"]
-    passages, _ = PassageKey.objects.filter(article__dated_at__lt=start).delete()
-    return done["dropped"] + done["deleted"] + passages
+    passages = 0
+    if start is not None:
+        passages, _ = PassageKey.objects.filter(article__dated_at__lt=start).delete()
+    return {
+        "partitions_made": done["made"],
+        "partitions_dropped": done["dropped"],
+        "segment_rows_deleted": done["deleted"],
+        "passage_keys_deleted": passages,
+    }

@@ -156,3 +156,32 @@ def test_the_lookup_reads_only_the_covering_index_of_each_partition():
     assert "Seq Scan" not in plan, plan
     scans = re.findall(r"Index (?:Only )?Scan using (\S+)", plan)
     assert scans and all("version_key" in name for name in scans), plan
+
+
+def test_prune_moves_the_window_by_dropping_the_days_it_left():
+    """Through the service: an article ten days old is in its day's partition; with a window
+    of five days, prune drops that partition and deletes no segment row one by one."""
+    from django.utils import timezone
+
+    from dedup import services
+    from dedup.models import SegmentRow
+    from tests.texts import ARTICLE, OTHER
+
+    now = timezone.now()
+    services.articles_prune(now=now)  # the days' partitions, as beat makes them
+    old_day = (now - dt.timedelta(days=10)).astimezone(dt.UTC).date()
+    partitions_maintain(start=old_day, today=now.astimezone(dt.UTC).date())
+    old, new = services.articles_ingest(
+        rows=[
+            {"text": ARTICLE, "published_at": (now - dt.timedelta(days=10)).isoformat()},
+            {"text": OTHER},
+        ]
+    )[:2]
+    services.articles_process(article_ids=[old.pk, new.pk])
+    assert rows_per_partition()[partition_name(old_day)] > 0
+    services.settings_update(retention_days=5)
+    done = services.articles_prune(now=now)
+    assert done["partitions_dropped"] >= 1 and done["segment_rows_deleted"] == 0
+    assert old_day not in partitions_list()
+    assert not SegmentRow.objects.filter(article=old).exists()
+    assert SegmentRow.objects.filter(article=new).exists()

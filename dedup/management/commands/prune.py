@@ -1,4 +1,5 @@
-"""manage.py prune: drop the index rows of articles older than the retention window."""
+"""manage.py prune: move the segment index's day partitions with the retention window and drop
+the index rows of articles older than it."""
 
 from __future__ import annotations
 
@@ -10,18 +11,20 @@ from dedup.models import Settings
 
 class Command(BaseCommand):
     help = (
-        "Delete the segment rows and passage keys of articles outside the retention window "
-        "(Settings: retention_days; 0 keeps everything). Articles and matches stay. Beat runs "
-        "this daily."
+        "Drop the segment index's day partitions outside the retention window (Settings: "
+        "retention_days; 0 keeps everything), make the coming days' and delete the passage "
+        "keys of older articles. Articles and matches stay. Beat runs this hourly."
     )
 
     def handle(self, *args, **options) -> None:
         days = Settings.load().retention_days
-        removed = services.articles_prune()
+        done = services.articles_prune()
         if not days:
             self.stdout.write("Retention window: 0 days (every article is compared); 0 removed.")
             return
         self.stdout.write(
-            f"Retention window: {days} days; removed {removed} index row(s) "
-            "(segment rows and passage keys) of older articles."
+            f"Retention window: {days} days; dropped {done['partitions_dropped']} day "
+            f"partition(s) of segment rows; removed {done['segment_rows_deleted']} segment "
+            f"row(s) kept outside the day partitions and {done['passage_keys_deleted']} "
+            "passage key(s) of older articles."
         )

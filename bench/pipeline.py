@@ -413,8 +413,9 @@ def table_sizes() -> dict[str, int]:
         for table in ("article", "fingerprint", "segment", "passagekey", "match"):
             # A partitioned table's bytes are its partitions' (the segment index's days).
             cursor.execute(
-                "SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(%s)",
-                [f"dedup_{table}"],
+                "SELECT coalesce(sum(pg_total_relation_size(relid)), pg_total_relation_size(%s)) "
+                "FROM pg_partition_tree(%s)",
+                [f"dedup_{table}"] * 2,
             )
             sizes[table] = int(cursor.fetchone()[0] or 0)
     return sizes

@@ -8,10 +8,11 @@ import math
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from django.db.models.functions import Substr
 from django.utils.translation import gettext as _
 
 from dedup import selectors
-from dedup.models import MatchKind
+from dedup.models import Article, MatchKind
 from dedup.selectors import clusterings
 from webui.queue_page import listed_clusters
 from webui.review_params import (
@@ -22,6 +23,7 @@ from webui.review_params import (
     threshold_parse,
 )
 
+SAMPLE = 10  # pairs the confirmation lists
 BULK_MAX = 5_000  # pairs one request decides; more are refused: narrow the filters
 OWN_PARAMS = ("kind", "low", "high", "verdict", "expected", "csrfmiddlewaretoken", "page", "k")
 
@@ -112,23 +114,48 @@ def selection_read(params) -> Selection:
     return Selection(threshold, qp, pair_filter, len(order), pairs, text_limited, carried)
 
 
-def selection_context(selection: Selection) -> dict:
-    """Gather what the confirmation page shows: the filters, the count, a few pairs."""
-    qp = selection.queue
+def filters_shown(qp: QueueParams) -> list[tuple[str, str]]:
+    """Return the queue's filters in force, as (name, value) in the editor's words."""
+    statuses = {"waiting": _("waiting"), "reviewed": _("reviewed"), "all": _("all")}
+    bands = {
+        "short": _("under 140 characters"),
+        "medium": _("140–500 characters"),
+        "long": _("500–2,000 characters"),
+        "longest": _("over 2,000 characters"),
+    }
     filters = [
-        (_("status"), qp.status),
+        (_("status"), statuses[qp.status]),
         (_("source"), qp.source),
-        (_("from"), qp.date_from or ""),
-        (_("to"), qp.date_to or ""),
-        (_("length"), qp.band),
+        (_("from"), str(qp.date_from or "")),
+        (_("to"), str(qp.date_to or "")),
+        (_("length"), bands.get(qp.band, "")),
         (_("search"), qp.q),
     ]
+    return [(name, value) for name, value in filters if value]
+
+
+def sample_rows(pairs: list[tuple[int, int, int]]) -> list[dict]:
+    """Return the first pairs with their articles' titles (an untitled one by its text)."""
+    ids = {i for a, b, _seen in pairs for i in (a, b)}
+    articles = Article.objects.only("id", "title").annotate(head=Substr("body", 1, 40))
+    found = articles.in_bulk(ids)
+
+    def name(i: int) -> str:
+        shown = found.get(i)
+        return (shown.title or shown.head) if shown else ""
+
+    return [{"a": a, "b": b, "a_title": name(a), "b_title": name(b)} for a, b, _seen in pairs]
+
+
+def selection_context(selection: Selection) -> dict:
+    """Gather what the confirmation page shows: the filters, the count, the first pairs."""
     return {
         "selection": selection,
         "threshold": selection.threshold,
-        "filters": [(name, value) for name, value in filters if value],
+        "filters": filters_shown(selection.queue),
         "kinds": [("", _("any kind")), *MatchKind.choices],
         "count": len(selection.pairs),
-        "sample": selection.pairs[:10],
+        "sample": sample_rows(selection.pairs[:SAMPLE]),
+        "sample_rest": max(len(selection.pairs) - SAMPLE, 0),
         "bulk_max": BULK_MAX,
     }

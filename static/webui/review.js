@@ -122,6 +122,8 @@
     if (back && back.matches("[data-row]")) {
       index = rows().indexOf(back);
       move(0);
+      // After the browser's own jump to the fragment, which leaves the row at the very top.
+      window.addEventListener("load", () => back.scrollIntoView({ block: "center" }));
     }
   }
 

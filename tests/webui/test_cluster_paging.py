@@ -3,12 +3,10 @@ twice, rows in place whatever is decided, and the editor's place kept."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 
-from dedup.models import Article, Decision, Match
-from tests.webui.conftest import WHEN
+from dedup.models import Decision, Match
+from tests.webui.conftest import big_cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -19,37 +17,7 @@ MEMBERS, PAIRS = 400, 1000
 def big():
     """Return the ids of 400 articles in one cluster of 1,000 matches: a tree of 399 and 601
     more, similarities with ties (the order must not depend on the database's)."""
-    articles = Article.objects.bulk_create(
-        Article(
-            title=f"大集群 {i}",
-            body=f"第{i}篇",
-            length=4,
-            source="新华社",
-            dated_at=WHEN + dt.timedelta(minutes=i),
-        )
-        for i in range(MEMBERS)
-    )
-    ids = [a.pk for a in articles]
-    pairs = [((i - 1) // 2, i) for i in range(1, MEMBERS)]  # a binary tree from the first
-    tree = set(pairs)
-    for i in range(MEMBERS):
-        for j in range(i + 3, MEMBERS, 7):
-            if len(pairs) == PAIRS:
-                break
-            if (i, j) not in tree:
-                pairs.append((i, j))
-    assert len(pairs) == PAIRS
-    Match.objects.bulk_create(
-        Match(
-            a_id=ids[i],
-            b_id=ids[j],
-            kind="near",
-            distance=3,
-            similarity=0.6 + (i * 7 + j * 13) % 5 / 20,
-        )
-        for i, j in pairs
-    )
-    return ids
+    return big_cluster(MEMBERS, PAIRS)
 
 
 def pages_walked(client, first_url: str, param: str, read) -> list:

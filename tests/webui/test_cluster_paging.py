@@ -87,6 +87,7 @@ def test_a_member_far_down_opens_on_its_page_and_decisions_return_there(editor_c
     html = page.content.decode()
     assert f"members_page={members.number}" in html  # in the address a decision returns to
     assert 'rel="prev"' in html
+    assert "全选本页" in html  # the checkbox selects the rows of this page only
 
 
 @pytest.mark.parametrize("query", ["members_page=999", "pairs_page=x", "members_page=-1"])

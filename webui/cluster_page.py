@@ -1,7 +1,10 @@
 """What a cluster's page shows: its members, how each reaches the original, distances and
-decisions; and the pairs and members a decision on the whole cluster applies to.
+decisions, a page of each at a time; and the pairs and members a decision on the whole cluster
+applies to.
 
-Rows are plain strings made here: a cluster of hundreds renders without a tag per cell.
+Rows are plain strings made here: a cluster of hundreds renders without a tag per cell. The
+members and the other pairs are paged in an order no decision changes, so every one of them is
+on exactly one page and a decided row stays where it was.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from django.core.paginator import Page, Paginator
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -19,8 +23,8 @@ from dedup.selectors import clusterings, original_latest
 from dedup.selectors.clusterings import KIND_NAMES, Member
 from webui.review_params import Threshold
 
-MEMBERS_SHOWN = 150  # a bigger cluster lists the members closest to the original
-OTHER_EDGES_SHOWN = 100
+MEMBERS_PER_PAGE = 150  # in breadth-first order from the original: the closest first
+PAIRS_PER_PAGE = 100  # the matches that are no member's path, the most similar first
 
 
 def when(moment) -> str:
@@ -89,36 +93,33 @@ class EdgeRows:
 
 
 def other_edges(table: clusterings.MatchTable, edges: np.ndarray, tree: set[int]) -> list[int]:
-    """Return the cluster's matches that are no member's path, the undecided first when they
-    are too many to show, in an order no decision changes."""
-    others = [e for e in edges.tolist() if e not in tree]
-    if len(others) > OTHER_EDGES_SHOWN:  # the undecided first: what a reviewer looks at next
-        undecided = clusterings.UNDECIDED
-        others.sort(key=lambda e: (table.decision[e] != undecided, -table.similarity[e]))
-        others = others[:OTHER_EDGES_SHOWN]
-    others.sort(key=lambda e: (-table.similarity[e], e))
-    return others
+    """Return the cluster's matches that are no member's path, the most similar first (then
+    by match index): an order no decision changes."""
+    others = edges[~np.isin(edges, np.fromiter(tree, np.int64, len(tree)))]
+    return others[np.lexsort((others, -table.similarity[others]))].tolist()
 
 
 def member_rows(
-    members: list[Member], edges: np.ndarray, edge_rows: EdgeRows, settings: Settings
+    original: Member, members: list[Member], edges: np.ndarray, edge_rows: EdgeRows, settings
 ) -> tuple[list[dict], dict[int, Article]]:
-    """Return a row per member (its article, distance and similarity to the original, the
-    match it is reached by) and the members' articles."""
+    """Return a row per member of one page (its article, distance and similarity to the
+    original, the match it is reached by) and the articles of these members and the original."""
     table, links = edge_rows.table, edge_rows.links
-    ids = [m.article_id for m in members]
+    original_id = original.article_id
+    ids = [original_id, *(m.article_id for m in members)]
     articles = Article.objects.defer("body").in_bulk(ids)
     prints = dict(
         Fingerprint.objects.filter(article_id__in=ids, version=settings.active_version).values_list(
             "article_id", "value"
         )
     )
-    start, original_id = members[0].node, ids[0]
+    start = original.node
+    touching = edges[(table.a[edges] == start) | (table.b[edges] == start)]
     direct = {}  # node -> its match with the original
-    for e in edges.tolist():
-        x, y = int(table.a[e]), int(table.b[e])
-        if start in (x, y):
-            direct[y if x == start else x] = e
+    for e, x, y in zip(
+        touching.tolist(), table.a[touching].tolist(), table.b[touching].tolist(), strict=True
+    ):
+        direct[y if x == start else x] = e
     rows = []
     fo = prints.get(original_id)
     for m in members:
@@ -150,8 +151,36 @@ def member_rows(
     return rows, articles
 
 
-def cluster_context(article: Article, threshold: Threshold, settings: Settings) -> dict:
-    """Gather the cluster holding an article: members, paths, distances and decisions.
+@dataclass(frozen=True)
+class PageAsked:
+    """The pages of a cluster asked for (raw query values; None: not asked)."""
+
+    members: str | None = None
+    pairs: str | None = None
+
+
+def page_address(original_id: int, threshold: Threshold, members: Page, pairs: Page) -> str:
+    """Return the address of a cluster page at these pages: where a decision returns to."""
+    query = f"{threshold.query()}&members_page={members.number}&pairs_page={pairs.number}"
+    return reverse("webui:cluster", args=[original_id]) + "?" + query
+
+
+def cluster_pages(members: list[Member], others: list[int], anchor: int, asked: PageAsked):
+    """Return the page of members and the page of other pairs asked for; without a members
+    page asked, the one holding the article the page was opened for."""
+    number = asked.members
+    if number is None:
+        where = next(i for i, m in enumerate(members) if m.article_id == anchor)
+        number = where // MEMBERS_PER_PAGE + 1
+    members_page = Paginator(members, MEMBERS_PER_PAGE).get_page(number)
+    return members_page, Paginator(others, PAIRS_PER_PAGE).get_page(asked.pairs)
+
+
+def cluster_context(
+    article: Article, threshold: Threshold, settings: Settings, asked: PageAsked = PageAsked()
+) -> dict:
+    """Gather the cluster holding an article: members, paths, distances and decisions, a
+    page of members and a page of the other pairs at a time.
 
     Rejected pairs stay in the cluster, marked, and rows keep their order whatever is
     decided: the row under an editor's pointer is the one they meant."""
@@ -163,22 +192,26 @@ def cluster_context(article: Article, threshold: Threshold, settings: Settings) 
         return context
     cluster = int(found.label[node])
     members, edges = clusterings.member_paths(found, cluster)
-    total = len(members)
-    members = members[:MEMBERS_SHOWN]
     tree = {m.edge for m in members if m.edge is not None}
     others = other_edges(table, edges, tree)
-    edge_rows = EdgeRows.of(table, tree | set(others), Links.at(threshold))
-    rows, articles = member_rows(members, edges, edge_rows, settings)
+    members_page, pairs_page = cluster_pages(members, others, article.id, asked)
+    shown, shown_others = list(members_page.object_list), list(pairs_page.object_list)
+    paths = {m.edge for m in shown if m.edge is not None}
+    edge_rows = EdgeRows.of(table, paths | set(shown_others), Links.at(threshold))
+    rows, articles = member_rows(members[0], shown, edges, edge_rows, settings)
     ids = [m.article_id for m in members]
     latest_original = original_latest(ids)
     return {
         **context,
-        "members": members,
+        "members": shown,
         "rows": rows,
-        "total": total,
+        "total": len(members),
         "original": articles.get(ids[0]),
-        "other_edges": [edge_rows.row(e) for e in others],
-        "other_total": len(edges) - len(tree),
+        "other_edges": [edge_rows.row(e) for e in shown_others],
+        "other_total": len(others),
+        "members_page": members_page,
+        "pairs_page": pairs_page,
+        "here": page_address(ids[0], threshold, members_page, pairs_page),
         "chosen": latest_original if latest_original and latest_original.a_id in ids else None,
         "seen_original": latest_original.id if latest_original else 0,
         "waiting": int(found.waiting[cluster]),

@@ -16,7 +16,7 @@ from dedup.engine.verify import SHORT
 from dedup.models import Article, Settings
 from dedup.selectors import clusterings
 from dedup.selectors.clusterings import BANDS
-from webui.review_params import queue_params_parse, threshold_parse
+from webui.review_params import QueueParams, queue_params_parse, threshold_parse
 
 PER_PAGE = 25
 TEXT_SEARCHED = 3_000  # clusters whose original's text a search reads, in queue order
@@ -116,19 +116,23 @@ def queue_counts(found: clusterings.Clustering, counted: np.ndarray, listed: int
     }
 
 
+def listed_clusters(found: clusterings.Clustering, qp: QueueParams):
+    """Return the cluster numbers the queue lists with these filters, in order; the ids the
+    search found (None without a search) and whether it read the text of only some."""
+    order = clusterings.cluster_queue(found, qp.filter(None))
+    if not qp.q:
+        return order, None, False
+    hits = search_hits(qp.q, found, order)
+    return clusterings.cluster_queue(found, qp.filter(hits)), hits, len(order) > TEXT_SEARCHED
+
+
 def queue_context(params, settings: Settings, page_number: str | None) -> dict:
     """Gather the queue: counts, histograms, one page of clusters with their originals."""
     threshold = threshold_parse(params)
     qp = queue_params_parse(params)
     table = selectors.match_table()
     found = table.clustering(threshold.bars)
-    order = clusterings.cluster_queue(found, qp.filter(None))
-    text_limited = False
-    hits = None
-    if qp.q:
-        hits = search_hits(qp.q, found, order)
-        text_limited = len(order) > TEXT_SEARCHED
-        order = clusterings.cluster_queue(found, qp.filter(hits))
+    order, hits, text_limited = listed_clusters(found, qp)
     # The figures follow the filters and the search, whatever the status: they say how many
     # of the clusters these filters select wait for review.
     counted = clusterings.cluster_queue(found, dataclasses.replace(qp, status="all").filter(hits))
@@ -145,6 +149,7 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         "text_searched": TEXT_SEARCHED,
         "bands": list(BANDS),
         "counts": queue_counts(found, counted, len(order)),
+        "waiting_pairs": int(found.waiting[order].sum()),
         **{
             f"{kind}_chart": similarity_chart(
                 clusterings.similarity_histogram(table, kind), getattr(threshold, kind)

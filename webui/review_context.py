@@ -17,11 +17,17 @@ from dedup.engine.verify import Detector
 from dedup.models import Article, Match, Settings
 from dedup.selectors import clusterings, pair_latest
 from webui import evidence
-from webui.cluster_page import cluster_context, cluster_member_ids, cluster_waiting_pairs
+from webui.cluster_page import (
+    PageAsked,
+    cluster_context,
+    cluster_member_ids,
+    cluster_waiting_pairs,
+)
 from webui.queue_page import queue_context
 from webui.review_params import ParamError, Threshold, day_parse, threshold_parse
 
 __all__ = [
+    "PageAsked",
     "ParamError",
     "Threshold",
     "cluster_context",

@@ -61,7 +61,8 @@ def cluster(request: HttpRequest, article_id: int) -> HttpResponse:
         threshold = ctx.threshold_parse(request.GET)
     except ctx.ParamError as error:
         return _bad(request, error)
-    context = ctx.cluster_context(article, threshold, Settings.load())
+    asked = ctx.PageAsked(request.GET.get("members_page"), request.GET.get("pairs_page"))
+    context = ctx.cluster_context(article, threshold, Settings.load(), asked)
     return render(request, "webui/review/cluster.html", context)
 
 

@@ -278,6 +278,23 @@ def cluster_queue(clustering: Clustering, f: QueueFilter) -> np.ndarray:
     return order[keep[order]]
 
 
+def waiting_pairs(
+    clustering: Clustering, clusters: np.ndarray, *, kind: str = "", low=0.0, high=1.0
+) -> np.ndarray:
+    """Return the shown undecided matches inside some clusters, of one kind (any when empty)
+    and with a similarity from low to high (both included), the most similar first."""
+    table = clustering.table
+    inside = np.zeros(len(clustering.size), bool)
+    inside[clusters] = True
+    edges = np.flatnonzero(clustering.shown & (table.decision == UNDECIDED))
+    edges = edges[inside[clustering.label[table.a[edges]]]]
+    if kind:
+        edges = edges[table.kind[edges] == KIND_CODES[kind]]
+    similarity = table.similarity[edges]  # float32: the bounds too, so 0.8 takes 0.8
+    edges = edges[(similarity >= np.float32(low)) & (similarity <= np.float32(high))]
+    return edges[np.lexsort((edges, -table.similarity[edges]))]
+
+
 def similarity_histogram(table: MatchTable, kind: str, bins: int = 10) -> list[int]:
     """Return how many matches of a kind (not rejected) fall in each tenth of similarity."""
     sim = table.similarity[(table.kind == KIND_CODES[kind]) & (table.decision != REJECTED)]

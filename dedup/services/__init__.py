@@ -19,6 +19,7 @@ from dedup.services.decisions import (
     DecisionInvalid,
     PairDecision,
     decision_record,
+    decisions_batched,
     decisions_bulk,
     original_choose,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "articles_requeue_stuck",
     "articles_submit",
     "decision_record",
+    "decisions_batched",
     "decisions_bulk",
     "deliveries_resend",
     "index_rebuild",

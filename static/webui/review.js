@@ -109,6 +109,24 @@
     return true;
   }
 
+  // A decision reloads the page: come back to the row it was made on (its id in the address's
+  // fragment), current again, so that j/k go on from there.
+  const reviewForm = document.getElementById("review-form");
+  if (reviewForm) {
+    reviewForm.addEventListener("submit", function (event) {
+      const here = reviewForm.querySelector("[data-here]");
+      const row = event.submitter && event.submitter.closest("[data-row]");
+      if (here && row && row.id) here.value = here.value.split("#")[0] + "#" + row.id;
+    });
+    const back = location.hash && document.getElementById(location.hash.slice(1));
+    if (back && back.matches("[data-row]")) {
+      index = rows().indexOf(back);
+      move(0);
+      // After the browser's own jump to the fragment, which leaves the row at the very top.
+      window.addEventListener("load", () => back.scrollIntoView({ block: "center" }));
+    }
+  }
+
   const selectAll = document.querySelector("[data-select-all]");
   if (selectAll) {
     selectAll.addEventListener("change", function () {

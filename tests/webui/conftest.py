@@ -30,6 +30,43 @@ def article(n: int, body: str = "", **kw):
     return Article.objects.create(body=text, **fields)
 
 
+def big_cluster(members: int, pairs: int, source: str = "新华社") -> list[int]:
+    """Make one cluster: `members` articles, a binary tree of matches from the first and more
+    matches up to `pairs`, similarities with ties; return the article ids in order."""
+    from dedup.models import Article, Match
+
+    made = Article.objects.bulk_create(
+        Article(
+            title=f"大集群 {i}",
+            body=f"第{i}篇",
+            length=4,
+            source=source,
+            dated_at=WHEN + dt.timedelta(minutes=i),
+        )
+        for i in range(members)
+    )
+    ids = [a.pk for a in made]
+    edges = [((i - 1) // 2, i) for i in range(1, members)]
+    tree = set(edges)
+    for i in range(members):
+        for j in range(i + 3, members, 7):
+            if len(edges) < pairs and (i, j) not in tree:
+                edges.append((i, j))
+    if len(edges) != pairs:
+        raise ValueError(f"{members} members make at most {len(edges)} pairs this way")
+    Match.objects.bulk_create(
+        Match(
+            a_id=ids[i],
+            b_id=ids[j],
+            kind="near",
+            distance=3,
+            similarity=0.6 + (i * 7 + j * 13) % 5 / 20,
+        )
+        for i, j in edges
+    )
+    return ids
+
+
 @pytest.fixture(autouse=True)
 def fresh_table():
     from dedup import selectors

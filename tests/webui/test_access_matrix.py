@@ -98,6 +98,7 @@ def test_the_matrix_covers_the_dashboard():
     assert len(routes) >= 15
     for expected in ("", "articles/<int:article_id>/", "compare/<int:a>/<int:b>/", "overview/"):
         assert expected in routes
+    assert "decisions/filtered/" in routes  # GET shows the count, POST decides: not POST_ONLY
 
 
 def test_anonymous_callers_are_sent_to_sign_in_everywhere_but_the_public_addresses(filled):

@@ -316,7 +316,7 @@ def test_whole_cluster_decided_at_once_including_pairs_not_on_screen(
     editor_client, chain, monkeypatch
 ):
     a, b, c = chain
-    monkeypatch.setattr("webui.cluster_page.MEMBERS_SHOWN", 2)  # c is off the page
+    monkeypatch.setattr("webui.cluster_page.MEMBERS_PER_PAGE", 2)  # c is on page 2
     page = editor_client.get(f"/clusters/{a.id}/")
     assert len(page.context["rows"]) == 2
     assert 'id="cluster-all-duplicate"' in page.content.decode()

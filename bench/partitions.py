@@ -228,8 +228,14 @@ def measure(plan, n: int, rounds: int, seed: int) -> dict:
 
 
 def report(results: list[dict], n: int) -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        server = cursor.fetchone()[0]
     lines = [
         "# The live segment index: one table against day partitions (bench/partitions.py)\n",
+        f"PostgreSQL {server}.\n",
         f"{n:,} fingerprints (5% near copies) of articles dated over {DAYS} days, stored by "
         f"chunks of {CHUNK} in both layouts of one database; lookups of {CHUNK} fingerprints "
         "(half near copies of stored ones, half random) at the plan's k_max, the layouts "

@@ -18,8 +18,17 @@ from django.utils import timezone
 from dedup.db import int_array, pg_cursor
 from dedup.engine.records import BadRow, InputError
 from dedup.errors import ArticleInvalid, UploadTooLarge
-from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
+from dedup.models import (
+    Article,
+    ArticleStatus,
+    AuditAction,
+    Decision,
+    Match,
+    UploadBatch,
+    UploadState,
+)
 from dedup.readers import SUPPORTED, Limits, upload_rows
+from dedup.services.audit import audit_record
 from dedup.services.ingest import article_clean, articles_enqueue
 from dedup.services.webhooks import upload_finished_notify
 
@@ -328,9 +337,9 @@ def upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> None
 
 
 @transaction.atomic
-def upload_delete(*, upload_id: int) -> int:
+def upload_delete(*, upload_id: int, user=None) -> int:
     """Delete an upload with its articles and all that hangs on them (fingerprints, index
-    rows, matches, decisions); return how many articles went.
+    rows, matches, decisions), in the audit log under `user`; return how many articles went.
 
     An article of another upload that was set aside as an exact copy of one of them was never
     indexed: it is sent to the workers again, to be fingerprinted or to find another original."""
@@ -345,8 +354,14 @@ def upload_delete(*, upload_id: int) -> int:
         status=ArticleStatus.PENDING, exact_of=None, status_message="", claimed_at=None
     )
     articles_enqueue(sorted(orphans))
+    gone = {
+        "articles": per_model.get(Article._meta.label, 0),
+        "matches": per_model.get(Match._meta.label, 0),
+        "decisions": per_model.get(Decision._meta.label, 0),
+    }
+    audit_record(action=AuditAction.UPLOAD_DELETE, user=user, obj=batch, changes=gone)
     name = batch.file.name
     batch.delete()
     if name:
         transaction.on_commit(lambda: batch.file.storage.delete(name))
-    return per_model.get(Article._meta.label, 0)
+    return gone["articles"]

@@ -138,7 +138,8 @@ def _upload_send(upload_id: int) -> None:
 def uploads_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     """Send again the uploads received but not yet read after this many seconds (default
     DEDUP_UPLOAD_RESEND_SECONDS): those that arrived while the broker was down, or whose task
-    was lost. A copy of a task that is still queued reads nothing twice (upload_process)."""
+    was lost; and those left half read by a task that gave up, which nobody is reading. A copy
+    of a task that is still queued reads nothing twice (upload_process)."""
     from dedup import tasks
 
     if older_than_seconds is None:
@@ -146,6 +147,10 @@ def uploads_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     waiting = UploadBatch.objects.filter(state=UploadState.RECEIVED, created_at__lte=cutoff)
     ids = list(waiting.order_by("id").values_list("id", flat=True))
+    # Read in part by a task that gave up (the database away longer than its retries): the
+    # rest of the file is read by a copy, which skips the rows made already.
+    reading = UploadBatch.objects.filter(state=UploadState.PARSING, created_at__lte=cutoff)
+    ids += [u for u in reading.order_by("id").values_list("id", flat=True) if not _being_read(u)]
     for upload_id in ids:
         tasks.upload_process.delay(upload_id=upload_id)
     UploadBatch.objects.filter(id__in=ids, message=WAITING_FOR_QUEUE).update(message="")
@@ -222,11 +227,21 @@ def upload_process(*, upload_id: int) -> UploadBatch:
         return _upload_read_all(upload_id)
 
 
+def _reader_key(upload_id: int) -> list[str]:
+    return [f"upload-read\x1f{upload_id}"]
+
+
+def _being_read(upload_id: int) -> bool:
+    """Return whether a task is reading the upload now (it holds the reader's lock)."""
+    with _upload_reader(upload_id) as alone:
+        return not alone
+
+
 @contextmanager
 def _upload_reader(upload_id: int):
     """Yield whether this process is the only one reading the upload: a session lock, which
     PostgreSQL lets go when a worker dies, so that a retried task can read it again."""
-    key = [f"upload-read\x1f{upload_id}"]
+    key = _reader_key(upload_id)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", key)
         alone = cursor.fetchone()[0]

@@ -84,3 +84,27 @@ def test_three_concurrent_checks_of_the_largest_text_leave_sign_in_fast(web_fact
     assert all(code in (200, 503) for code, _ in answers), answers
     assert max(seconds for _, seconds in answers) < 10
     assert max(signin, default=0) < 1.0
+
+
+def test_a_check_whose_queries_wait_too_long_is_answered_503(settings):
+    from django.db import connections
+    from django.test import Client
+
+    settings.DEDUP_CHECK_SECONDS = 1
+    key = ApiToken.issue(roles.user_in("editor", "crawler"), name="t")[1]
+    client = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    other = connections.create_connection("default")  # holds the article table meanwhile
+    try:
+        other.set_autocommit(False)
+        with other.cursor() as cursor:
+            cursor.execute("LOCK TABLE dedup_article IN ACCESS EXCLUSIVE MODE")
+        began = time.monotonic()
+        response = client.post("/api/check", {"text": stranger(1)}, content_type="application/json")
+        waited = time.monotonic() - began
+    finally:
+        other.rollback()
+        other.close()
+    print(f"\ncheck with its table locked: {response.status_code} after {waited:.1f} s")
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert "took over 1 s (DEDUP_CHECK_SECONDS)" in response.json()["error"]
+    assert waited < 5

@@ -21,3 +21,7 @@ class UploadTooLarge(DedupError):
 
 class SettingsInvalid(DedupError):
     """A settings change names an unknown field or an impossible value."""
+
+
+class ChecksBusy(DedupError):
+    """As many text checks as DEDUP_CHECK_CONCURRENCY are running: try again in a second."""

@@ -8,7 +8,9 @@ import logging
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import translation
 from django.utils.html import escape
+from django.utils.translation import gettext
 
 logger = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 30
@@ -20,10 +22,11 @@ def _mb(size: int) -> str:
     return f"{size / 2**20:,.1f} MB"
 
 
-def _page(status: int, title: str, message: str, back: str) -> str:
+def _page(status: int, title: str, message: str, back: str, language: str = "en") -> str:
     """Return a page that needs nothing but itself (no template, session or database)."""
     return (
-        f'<!doctype html><html><head><meta charset="utf-8"><title>{status} {escape(title)}'
+        f'<!doctype html><html lang="{escape(language)}"><head><meta charset="utf-8">'
+        f"<title>{status} {escape(title)}"
         f'</title><link rel="stylesheet" href="/{settings.STATIC_URL.strip("/")}/webui/app.css">'
         f'</head><body><main class="card"><h1>{escape(title)}</h1><p>{escape(message)}</p>'
         f'<p><a href="{escape(back)}">{escape(back)}</a></p></main></body></html>'
@@ -51,21 +54,34 @@ class RequestSizeLimit:
         # little over the limit by its name, in the user's language (or takes two files).
         if length <= allowed * (2 if upload else 1) + ENVELOPE:
             return self.get_response(request)
-        if upload:
-            message = (
-                f"The request is {_mb(length)}, over the limit of {_mb(allowed)} per file "
-                "(DEDUP_MAX_UPLOAD_MB): split the file, and send one file per request."
-            )
-        else:
-            message = (
-                f"The request is {_mb(length)}, over the limit of {_mb(allowed)} "
-                "(DEDUP_MAX_REQUEST_MB): send less in each request."
-            )
-        if request.path_info.startswith("/api/"):
-            return JsonResponse({"error": message}, status=413)
-        if "application/json" in request.headers.get("Accept", ""):
-            return JsonResponse({"uploads": [], "errors": [message]}, status=413)
-        return HttpResponse(_page(413, "Too large", message, request.path), status=413)
+        sizes = {"size": _mb(length), "limit": _mb(allowed)}
+        if request.path_info.startswith("/api/"):  # the API speaks English
+            with translation.override("en"):
+                return JsonResponse({"error": _too_large(upload) % sizes}, status=413)
+        # Before the session and LocaleMiddleware: the language from the cookie or the browser.
+        language = translation.get_language_from_request(request)
+        with translation.override(language):
+            message = _too_large(upload) % sizes
+            if "application/json" in request.headers.get("Accept", ""):
+                return JsonResponse(
+                    {"uploads": [], "errors": [message]},
+                    status=413,
+                    json_dumps_params={"ensure_ascii": False},
+                )
+            page = _page(413, gettext("Too large"), message, request.path, language)
+        return HttpResponse(page, status=413)
+
+
+def _too_large(upload: bool) -> str:
+    if upload:
+        return gettext(
+            "The request is %(size)s, over the limit of %(limit)s per file "
+            "(DEDUP_MAX_UPLOAD_MB): split the file, and send one file per request."
+        )
+    return gettext(
+        "The request is %(size)s, over the limit of %(limit)s (DEDUP_MAX_REQUEST_MB): send "
+        "less in each request."
+    )
 
 
 class DatabaseDown:

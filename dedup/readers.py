@@ -6,7 +6,8 @@ same kinds of input, the same bad-row reports (`BadRow`) and the same whole-file
 (`InputError`). A row is numbered by its place in the upload (1, 2, ...), bad rows included.
 
 Everything is streamed with bounded sizes: a line, a CSV row or a page is read only up to
-`Limits.article_bytes` (an article over it is refused with its row and size, the rest kept), and
+`Limits.article_bytes` (an article over it is refused with its row and size, the rest kept; a
+CSV row over it is read on a piece at a time to find its end, never held whole), and
 the members of a .zip are unpacked as they are read, up to `Limits.unpacked_bytes` in all (a zip
 bomb stops there, with the rows read before it kept).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -39,6 +41,7 @@ MAX_ZIP_MEMBERS = 10_000
 MAX_JSON_ARRAY_BYTES = 64 * 2**20  # a JSON array is parsed whole: about 8 times this in memory
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 READ_SUFFIXES = (*TEXT_SUFFIXES, *JSONL_SUFFIXES, ".csv", ".tsv")
+_PLAIN_RUN = re.compile(r'[^",\r\n]+')  # what a CSV reader never looks at twice
 
 Row = tuple[str, dict] | BadRow  # (where, fields) or why the row was skipped
 
@@ -204,9 +207,52 @@ def _read_json_array(stream: BinaryIO, name: str, *, limits: Limits) -> Iterator
             yield BadRow(where, 'expected an object like {"title": ..., "text": ...}')
 
 
+class _BoundedLines:
+    """The lines of a CSV text for csv.reader, counting the bytes of the record being read:
+    past `limit`, the rest of that record is read a piece at a time and reaches the reader with
+    each run of plain characters shrunk to one (quotes, commas and line ends kept, so the reader
+    still finds where the record ends), never held whole."""
+
+    PIECE = 1 << 16
+
+    def __init__(self, text: io.TextIOWrapper, limit: int):
+        self.text, self.limit, self.used = text, limit, 0
+
+    @property
+    def over(self) -> bool:
+        return self.used > self.limit
+
+    def record_start(self) -> None:
+        self.used = 0
+
+    def _read(self, size: int) -> str:
+        line = self.text.readline(size)
+        self.used += len(line.encode("utf-8", "surrogatepass"))
+        return line
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = self._read(max(1, self.limit + 1 - self.used) if not self.over else self.PIECE)
+        if not line:
+            raise StopIteration
+        if not self.over:
+            return line
+        pieces = [_shrink(line)]
+        while not line.endswith(("\n", "\r")) and (line := self._read(self.PIECE)):
+            pieces.append(_shrink(line))
+        return _shrink("".join(pieces))
+
+
+def _shrink(text: str) -> str:
+    return _PLAIN_RUN.sub("x", text)
+
+
 def _read_csv(stream: BinaryIO, name: str, *, limits: Limits) -> Iterator[Row]:
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="strict", newline="")
-    reader = csv.reader(text)
+    lines = _BoundedLines(text, limits.article_bytes)
+    reader = csv.reader(lines)
     try:
         header = next(reader, None)
     except UnicodeDecodeError as error:
@@ -227,6 +273,7 @@ def _read_csv(stream: BinaryIO, name: str, *, limits: Limits) -> Iterator[Row]:
         )
     while True:
         start = reader.line_num + 1
+        lines.record_start()
         try:
             fields = next(reader)
         except StopIteration:
@@ -245,6 +292,9 @@ def _read_csv(stream: BinaryIO, name: str, *, limits: Limits) -> Iterator[Row]:
         if not any(f.strip() for f in fields):
             continue
         where = f"{name}:{start}"
+        if lines.over:
+            yield _over_article(where, lines.used, limits, "row")
+            continue
         if len(fields) != len(columns):
             yield BadRow(where, f"has {len(fields)} fields, the header has {len(columns)}")
             continue

@@ -166,6 +166,10 @@ DEDUP_MAX_ARTICLE_BYTES = env_int("DEDUP_MAX_ARTICLE_MB", 2) * 1024 * 1024
 DEDUP_MAX_UNPACKED_BYTES = env_int("DEDUP_MAX_UNPACKED_MB", 1024) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DEDUP_MAX_REQUEST_MB", 20) * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Text checks (api/check) running at once over all web workers: with gunicorn's 3 workers, one
+# is always free for the pages whatever checks are asked; each check's queries are bounded too.
+DEDUP_CHECK_CONCURRENCY = env_int("DEDUP_CHECK_CONCURRENCY", 2)
+DEDUP_CHECK_SECONDS = env_int("DEDUP_CHECK_SECONDS", 10)
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
 # An upload still unread after this long (it arrived while the broker was down) is sent again.

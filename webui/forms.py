@@ -86,3 +86,24 @@ class UploadForm(forms.Form):
         if day is None:
             return None
         return timezone.make_aware(datetime.datetime.combine(day, datetime.time()))
+
+
+class AuditFilterForm(forms.Form):
+    """The audit page's filters: who, what kind of change, between which days."""
+
+    user = forms.CharField(label=_("User"), required=False, max_length=150)
+    kind = forms.ChoiceField(label=_("Action"), required=False)
+    since = forms.DateField(label=_("From"), required=False)
+    until = forms.DateField(label=_("To"), required=False)
+    page = forms.IntegerField(required=False, min_value=1, max_value=100)
+
+    def __init__(self, *args, kinds: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = [("", _("anything")), *kinds]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and since > until:
+            raise forms.ValidationError(_("The first day is after the last: swap them."))
+        return data

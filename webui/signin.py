@@ -2,7 +2,8 @@
 
 Failures are counted in the "signin" cache (Redis when REDIS_URL is set, so every web worker
 sees the same counts): DEDUP_SIGNIN_FAILURES within DEDUP_SIGNIN_WINDOW_SECONDS lock the user
-name, and the address, out until the window ends, even with the right password.
+name, and the address, out until the window ends, even with the right password. Each
+failure, and each lockout, is in the audit log.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import caches
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
+
+from dedup import services
+from dedup.models import AuditAction
 
 logger = logging.getLogger(__name__)
 
@@ -46,15 +50,27 @@ def signin_blocked(keys: list[str]) -> bool:
     return any(count >= settings.DEDUP_SIGNIN_FAILURES for count in counts.values())
 
 
-def signin_failed(keys: list[str]) -> None:
-    """Count a failure against each key; the window starts at the first failure."""
+def signin_failed(keys: list[str]) -> int:
+    """Count a failure against each key (the window starts at the first failure); return the
+    highest count, 0 when the cache is down."""
     cache = caches["signin"]
+    counts = [0]
     try:
         for key in keys:
             cache.add(key, 0, timeout=settings.DEDUP_SIGNIN_WINDOW_SECONDS)
-            cache.incr(key)
+            counts.append(cache.incr(key))
     except Exception:
         logger.warning("sign-in failure not counted: the signin cache is not answering")
+    return max(counts)
+
+
+def signin_audit(request: HttpRequest | None, username: str, count: int) -> None:
+    """Put a failed sign-in in the audit log, and the lockout when this failure reached it."""
+    address = client_address(request) if request is not None else ""
+    entry = {"username": username, "address": address, "changes": {"failures": count}}
+    services.audit_record(action=AuditAction.SIGNIN_FAILED, **entry)
+    if count == settings.DEDUP_SIGNIN_FAILURES:
+        services.audit_record(action=AuditAction.SIGNIN_LOCKED, **entry)
 
 
 class LimitedSignIn:
@@ -70,7 +86,8 @@ class LimitedSignIn:
         return any(e.code == "too_many" for e in self.errors.as_data().get("__all__", []))
 
     def clean(self):
-        keys = failure_keys(self.request, self.cleaned_data.get("username") or "")
+        username = self.cleaned_data.get("username") or ""
+        keys = failure_keys(self.request, username)
         if signin_blocked(keys):
             minutes = max(1, settings.DEDUP_SIGNIN_WINDOW_SECONDS // 60)
             raise forms.ValidationError(
@@ -79,7 +96,7 @@ class LimitedSignIn:
         try:
             return super().clean()
         except forms.ValidationError:
-            signin_failed(keys)
+            signin_audit(self.request, username, signin_failed(keys))
             raise
 
 

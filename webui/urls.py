@@ -1,9 +1,9 @@
 """Addresses of the dashboard, mounted at the site root: review pages, upload, articles and
-search, overview."""
+search, overview, the audit log."""
 
 from django.urls import include, path
 
-from webui import article_views, views
+from webui import article_views, audit_views, views
 
 app_name = "webui"
 urlpatterns = [
@@ -13,5 +13,6 @@ urlpatterns = [
     path("articles/", article_views.article_search, name="article_search"),
     path("articles/<int:article_id>/", article_views.article, name="article"),
     path("overview/", views.overview, name="overview"),
+    path("audit/", audit_views.audit, name="audit"),
     path("", include("webui.review_urls")),
 ]

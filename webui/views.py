@@ -12,7 +12,6 @@ from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
-from kombu.exceptions import OperationalError as BrokerDown
 
 from dedup import selectors, services
 from dedup.errors import UploadTooLarge
@@ -78,11 +77,8 @@ def _uploads_store(form: UploadForm, user) -> tuple[list[UploadBatch], list[str]
             )
         except UploadTooLarge as exc:  # the form checks first; the service has the last word
             problems.append(str(exc))
-        except BrokerDown:
-            problems.append(
-                _("%(name)s was not received: the queue is not answering; upload it again in a "
-                  "minute.") % {"name": file.name}
-            )  # fmt: skip
+        # With the broker down an upload is stored and waits (services.upload_create): nothing
+        # to tell the user here but the upload's own state.
     return created, problems
 
 

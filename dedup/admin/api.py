@@ -7,7 +7,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from dedup import services
-from dedup.admin.base import ReadOnlyAdmin
+from dedup.admin.base import AuditedAdmin, ReadOnlyAdmin
 from dedup.models import (
     ApiToken,
     Webhook,
@@ -34,8 +34,16 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         return False  # a token is issued or deleted, never edited
 
+    def delete_model(self, request, obj: ApiToken) -> None:
+        services.tokens_revoke(token_ids=[obj.pk], user=request.user)
+
+    def delete_queryset(self, request, queryset) -> None:
+        services.tokens_revoke(
+            token_ids=list(queryset.values_list("id", flat=True)), user=request.user
+        )
+
     def save_model(self, request, obj: ApiToken, form, change: bool) -> None:
-        token, key = ApiToken.issue(obj.user, obj.name)
+        token, key = services.token_issue(owner=obj.user, name=obj.name, user=request.user)
         obj.pk, obj.key_hash, obj.created_at = token.pk, token.key_hash, token.created_at
         obj._state.adding = False
         self.message_user(
@@ -66,7 +74,7 @@ class DeliveryInline(admin.TabularInline):
 
 
 @admin.register(Webhook)
-class WebhookAdmin(admin.ModelAdmin):
+class WebhookAdmin(AuditedAdmin):
     """Addresses told about new matches, decisions and finished uploads (docs/api.md says
     how a receiver checks the signature); their latest deliveries below."""
 

@@ -9,7 +9,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from dedup import selectors, services
-from dedup.admin.base import ReadOnlyAdmin
+from dedup.admin.base import AuditedAdmin, ReadOnlyAdmin
 from dedup.models import (
     Article,
     Decision,
@@ -21,7 +21,7 @@ from dedup.models import (
 
 
 @admin.register(Article)
-class ArticleAdmin(admin.ModelAdmin):
+class ArticleAdmin(AuditedAdmin):
     """Articles arrive through uploads and the API; here their title, source and URL can be
     corrected. The text is never edited (its fingerprint would no longer match it)."""
 
@@ -150,7 +150,7 @@ class UploadBatchAdmin(ReadOnlyAdmin):
                 "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
             }
             return TemplateResponse(request, "admin/dedup/uploads_delete.html", context)
-        gone = sum(services.upload_delete(upload_id=u.id) for u in uploads)
+        gone = sum(services.upload_delete(upload_id=u.id, user=request.user) for u in uploads)
         self.message_user(
             request,
             _("Deleted %(uploads)d upload(s) and %(articles)d article(s).")

@@ -85,7 +85,7 @@ class SettingsAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj: Settings, form, change: bool) -> None:
         fields = {name: form.cleaned_data[name] for name in form.changed_data}
-        job = services.settings_update(**fields)
+        job = services.settings_update(user=request.user, **fields)
         obj.pk = Settings.load().pk
         obj.refresh_from_db()  # as the service saved it
         if job is not None:

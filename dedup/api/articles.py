@@ -26,7 +26,7 @@ from dedup.api.schemas import (
     UploadCreated,
     UploadOut,
 )
-from dedup.errors import ArticleInvalid, DedupError, UploadTooLarge
+from dedup.errors import ArticleInvalid, ChecksBusy, DedupError, UploadTooLarge
 from dedup.index import settings_current
 from dedup.models import Article
 from dedup.selectors import Bars
@@ -241,7 +241,7 @@ def _article_json(article: Article, fingerprint) -> dict:
 @api.post(
     "/check",
     auth=TokenAuth(READ),
-    response={200: CheckOut, **ERRORS},
+    response={200: CheckOut, 503: Error, **ERRORS},
     url_name="text_check",
     tags=["articles"],
     openapi_extra=_CHECK_BODY,
@@ -264,6 +264,8 @@ def text_check(request: HttpRequest):
         k = _int_param(k, "k", 0, _k_max())
     try:
         return services.text_check(text=text, k=k)
+    except ChecksBusy as exc:
+        raise ApiError(503, str(exc), Retry_After="1") from None
     except DedupError as exc:
         raise ApiError(400, str(exc)) from None
 

@@ -85,7 +85,7 @@ SEGMENT_ROW = migrations.CreateModel(
 
 
 class Migration(migrations.Migration):
-    dependencies = [("dedup", "0020_match_version")]
+    dependencies = [("dedup", "0022_audit_log")]
 
     operations = [
         migrations.CreateModel(

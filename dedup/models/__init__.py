@@ -1,5 +1,5 @@
 """What the service keeps: articles, fingerprints, segment index rows, matches, uploads,
-decisions, and the settings an admin tunes.
+decisions, the audit log, and the settings an admin tunes.
 
 Fingerprints are unsigned 64-bit integers in the engine and signed in the database
 (`BigIntegerField`); `to_signed` and `to_unsigned` (from the engine, re-exported here) are the
@@ -17,6 +17,7 @@ from dedup.models.articles import (
     PassageKey,
     SegmentRow,
 )
+from dedup.models.audit import AuditAction, AuditEntry
 from dedup.models.matches import Decision, Match, MatchKind, MatchVersion, Verdict
 from dedup.models.settings import SHARE, RebuildJob, RebuildState, Settings
 from dedup.models.uploads import UploadBatch, UploadState
@@ -28,6 +29,8 @@ __all__ = [
     "ApiToken",
     "Article",
     "ArticleStatus",
+    "AuditAction",
+    "AuditEntry",
     "Decision",
     "DeliveryState",
     "Fingerprint",

@@ -4,8 +4,9 @@ By what they read: `articles` (articles by the ids callers know them by, an arti
 matches), `changes` (matches and decisions after a cursor), `health` (an upload's progress,
 the index's health), `overview` (what the overview and the admin count), `decisions` (the
 decision that counts), `settings` (the settings in use), `matches` (the match table each
-process caches at the version every writer moves) and `clusterings` (clusters at any bars,
-the review queue, drawn from that table). Callers import them from here.
+process caches at the version every writer moves), `clusterings` (clusters at any bars,
+the review queue, drawn from that table) and `audit` (the audit log with editors' decisions).
+Callers import them from here.
 """
 
 from dedup.selectors.articles import (
@@ -16,6 +17,7 @@ from dedup.selectors.articles import (
     fingerprint_hex,
     rejected_partners,
 )
+from dedup.selectors.audit import AuditFilter, audit_kinds, audit_rows
 from dedup.selectors.changes import (
     ChangePage,
     decision_change_json,
@@ -31,6 +33,7 @@ from dedup.selectors.overview import match_distances_by_day, uploads_contents
 from dedup.selectors.settings import settings_current
 
 __all__ = [
+    "AuditFilter",
     "Bars",
     "ChangePage",
     "Clustering",
@@ -40,6 +43,8 @@ __all__ = [
     "article_matches",
     "article_ref",
     "articles_find",
+    "audit_kinds",
+    "audit_rows",
     "decision_change_json",
     "decision_changes",
     "fingerprint_hex",

@@ -7,12 +7,14 @@ matches are written with `ignore_conflicts`, and upload rows are keyed by (uploa
 The services live in modules by what they write: `ingest` (articles from a request),
 `uploads` (files read into articles), `processing` (a chunk fingerprinted, indexed and
 matched; stuck articles sent again; pruning), `checks` (a text checked, nothing stored),
-`decisions` (editors' verdicts), `settings` (what an admin tunes) and `rebuilds` (the state
+`decisions` (editors' verdicts), `settings` (what an admin tunes), `tokens` (API tokens
+issued and revoked), `audit` (the audit log's entries) and `rebuilds` (the state
 machine a settings change or an upgrade starts). Callers import them from here; a test that
 patches a module's knob (MAX_UPLOAD_ERRORS) patches it in the module that reads it.
 """
 
 from dedup.errors import ArticleInvalid, DedupError, SettingsInvalid, UploadTooLarge
+from dedup.services.audit import audit_record, audit_values
 from dedup.services.checks import text_check
 from dedup.services.decisions import (
     DecisionConflict,
@@ -30,6 +32,7 @@ from dedup.services.processing import articles_process, articles_prune, articles
 from dedup.services.rebuilds import index_rebuild, index_rebuild_start, index_upgrade
 from dedup.services.settings import EDITABLE as EDITABLE
 from dedup.services.settings import settings_update
+from dedup.services.tokens import token_issue, tokens_revoke
 from dedup.services.uploads import (
     upload_abandon,
     upload_create,
@@ -52,6 +55,8 @@ __all__ = [
     "articles_prune",
     "articles_requeue_stuck",
     "articles_submit",
+    "audit_record",
+    "audit_values",
     "decision_record",
     "decisions_batched",
     "decisions_bulk",
@@ -62,6 +67,8 @@ __all__ = [
     "original_choose",
     "settings_update",
     "text_check",
+    "token_issue",
+    "tokens_revoke",
     "upload_abandon",
     "upload_create",
     "upload_delete",

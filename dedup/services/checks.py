@@ -1,11 +1,19 @@
-"""Checking a text against the stored articles (text_check): nothing is stored."""
+"""Checking a text against the stored articles (text_check): nothing is stored.
+
+A check of the largest article allowed takes a second or more of a web worker: no more than
+DEDUP_CHECK_CONCURRENCY run at once over all web processes (each holds one of that many
+PostgreSQL advisory locks for its transaction; one that finds none free is refused at once,
+ChecksBusy), and its queries stop after DEDUP_CHECK_SECONDS, so that checks never take every
+worker from the pages."""
 
 from __future__ import annotations
 
 from django.conf import settings as django_settings
+from django.db import OperationalError, connection, transaction
+from psycopg.errors import QueryCanceled
 
 from dedup import index
-from dedup.errors import ArticleInvalid, DedupError
+from dedup.errors import ArticleInvalid, ChecksBusy, DedupError
 from dedup.models import Article, MatchKind
 from dedup.services.ingest import text_problem
 
@@ -25,9 +33,44 @@ def _text_valid(text: str) -> None:
         )
 
 
+CHECK_SLOTS = 0x6465647563686B00  # the advisory lock keys of the slots: this, +1, +2...
+
+
+def _check_slot_take() -> None:
+    """Take a free slot for this transaction, or raise ChecksBusy; bound its queries' time."""
+    slots = max(1, django_settings.DEDUP_CHECK_CONCURRENCY)
+    with connection.cursor() as cursor:
+        for slot in range(slots):
+            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [CHECK_SLOTS + slot])
+            if cursor.fetchone()[0]:
+                break
+        else:
+            raise ChecksBusy(
+                f"{slots} texts are being checked already (DEDUP_CHECK_CONCURRENCY); "
+                "try again in a second"
+            )
+        seconds = max(1, django_settings.DEDUP_CHECK_SECONDS)
+        cursor.execute(f"SET LOCAL statement_timeout = {seconds * 1000}")
+
+
 def text_check(*, text: str, k: int | None = None) -> dict:
-    """Return a text's fingerprint and the stored articles it duplicates; store nothing."""
+    """Return a text's fingerprint and the stored articles it duplicates; store nothing.
+    Raise ChecksBusy when DEDUP_CHECK_CONCURRENCY checks are running already."""
     _text_valid(text)
+    try:
+        with transaction.atomic():
+            _check_slot_take()
+            return _text_checked(text, k)
+    except OperationalError as error:
+        if not isinstance(error.__cause__, QueryCanceled):
+            raise
+        seconds = django_settings.DEDUP_CHECK_SECONDS
+        raise ChecksBusy(
+            f"the check took over {seconds} s (DEDUP_CHECK_SECONDS); try again in a minute"
+        ) from None
+
+
+def _text_checked(text: str, k: int | None) -> dict:
     current = index.settings_current()
     settings = current.active()  # answers come from the active version until a rebuild ends
     version = current.active_version

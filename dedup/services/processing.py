@@ -232,9 +232,17 @@ def _articles_claim(
     ]
 
 
+ORIGINAL_STATUSES = (ArticleStatus.DONE, ArticleStatus.PENDING, ArticleStatus.PROCESSING)
+
+
 def _exact_originals(articles: list[Article]) -> dict[int, int]:
     """Return {article: the earliest article with the same text} for the exact copies among
-    these (in id order): of a text twice in the chunk, the first is processed, the rest copy it."""
+    these: of a text stored more than once, the one with the lowest id that is done, waiting
+    or being processed is the original, and the others copy it.
+
+    Waiting and in-flight originals count too: two workers processing twins at once (one file
+    uploaded twice at the same moment) each see both, and agree on which is the original,
+    so the text is indexed once; the original is processed in its own chunk."""
     first: dict[str, int] = {}
     hashes = sorted({a.content_hash for a in articles})
     # By hash alone, the status checked here: with a status condition the planner may
@@ -246,7 +254,7 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
             " WHERE content_hash = ANY(%s::text[]) ORDER BY id",
             [hashes],
         )
-        earlier = [(h, i) for h, i, status in cursor.fetchall() if status == ArticleStatus.DONE]
+        earlier = [(h, i) for h, i, status in cursor.fetchall() if status in ORIGINAL_STATUSES]
     for content_hash, article_id in earlier:
         first.setdefault(content_hash, article_id)
     copies = {}

@@ -18,8 +18,17 @@ from django.utils import timezone
 from dedup.db import int_array, pg_cursor
 from dedup.engine.records import BadRow, InputError
 from dedup.errors import ArticleInvalid, UploadTooLarge
-from dedup.models import Article, ArticleStatus, UploadBatch, UploadState
+from dedup.models import (
+    Article,
+    ArticleStatus,
+    AuditAction,
+    Decision,
+    Match,
+    UploadBatch,
+    UploadState,
+)
 from dedup.readers import SUPPORTED, Limits, upload_rows
+from dedup.services.audit import audit_record
 from dedup.services.ingest import article_clean, articles_enqueue
 from dedup.services.webhooks import upload_finished_notify
 
@@ -129,7 +138,8 @@ def _upload_send(upload_id: int) -> None:
 def uploads_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     """Send again the uploads received but not yet read after this many seconds (default
     DEDUP_UPLOAD_RESEND_SECONDS): those that arrived while the broker was down, or whose task
-    was lost. A copy of a task that is still queued reads nothing twice (upload_process)."""
+    was lost; and those left half read by a task that gave up, which nobody is reading. A copy
+    of a task that is still queued reads nothing twice (upload_process)."""
     from dedup import tasks
 
     if older_than_seconds is None:
@@ -137,6 +147,10 @@ def uploads_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     waiting = UploadBatch.objects.filter(state=UploadState.RECEIVED, created_at__lte=cutoff)
     ids = list(waiting.order_by("id").values_list("id", flat=True))
+    # Read in part by a task that gave up (the database away longer than its retries): the
+    # rest of the file is read by a copy, which skips the rows made already.
+    reading = UploadBatch.objects.filter(state=UploadState.PARSING, created_at__lte=cutoff)
+    ids += [u for u in reading.order_by("id").values_list("id", flat=True) if not _being_read(u)]
     for upload_id in ids:
         tasks.upload_process.delay(upload_id=upload_id)
     UploadBatch.objects.filter(id__in=ids, message=WAITING_FOR_QUEUE).update(message="")
@@ -213,11 +227,21 @@ def upload_process(*, upload_id: int) -> UploadBatch:
         return _upload_read_all(upload_id)
 
 
+def _reader_key(upload_id: int) -> list[str]:
+    return [f"upload-read\x1f{upload_id}"]
+
+
+def _being_read(upload_id: int) -> bool:
+    """Return whether a task is reading the upload now (it holds the reader's lock)."""
+    with _upload_reader(upload_id) as alone:
+        return not alone
+
+
 @contextmanager
 def _upload_reader(upload_id: int):
     """Yield whether this process is the only one reading the upload: a session lock, which
     PostgreSQL lets go when a worker dies, so that a retried task can read it again."""
-    key = [f"upload-read\x1f{upload_id}"]
+    key = _reader_key(upload_id)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", key)
         alone = cursor.fetchone()[0]
@@ -328,9 +352,9 @@ def upload_finish_if_processed(upload_id: int, *, recount: bool = False) -> None
 
 
 @transaction.atomic
-def upload_delete(*, upload_id: int) -> int:
+def upload_delete(*, upload_id: int, user=None) -> int:
     """Delete an upload with its articles and all that hangs on them (fingerprints, index
-    rows, matches, decisions); return how many articles went.
+    rows, matches, decisions), in the audit log under `user`; return how many articles went.
 
     An article of another upload that was set aside as an exact copy of one of them was never
     indexed: it is sent to the workers again, to be fingerprinted or to find another original."""
@@ -345,8 +369,14 @@ def upload_delete(*, upload_id: int) -> int:
         status=ArticleStatus.PENDING, exact_of=None, status_message="", claimed_at=None
     )
     articles_enqueue(sorted(orphans))
+    gone = {
+        "articles": per_model.get(Article._meta.label, 0),
+        "matches": per_model.get(Match._meta.label, 0),
+        "decisions": per_model.get(Decision._meta.label, 0),
+    }
+    audit_record(action=AuditAction.UPLOAD_DELETE, user=user, obj=batch, changes=gone)
     name = batch.file.name
     batch.delete()
     if name:
         transaction.on_commit(lambda: batch.file.storage.delete(name))
-    return per_model.get(Article._meta.label, 0)
+    return gone["articles"]

@@ -34,13 +34,13 @@ def free_port() -> int:
 class Web:
     """gunicorn serving this checkout on a port of its own."""
 
-    def __init__(self, tmp_path: Path, **env):
+    def __init__(self, tmp_path: Path, workers: int = 1, **env):
         self.port = free_port()
         self.log = tmp_path / f"gunicorn-{self.port}.log"
         environment = {**os.environ, "DB_CONN_MAX_AGE": "0", **env}
         command = [
             sys.executable, "-m", "gunicorn", "dedup.wsgi", "--bind", f"127.0.0.1:{self.port}",
-            "--workers", "1", "--timeout", "60",
+            "--workers", str(workers), "--timeout", "60",
         ]  # fmt: skip
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
@@ -81,8 +81,8 @@ class Web:
 def web_factory(tmp_path):
     started: list[Web] = []
 
-    def start(**env) -> Web:
-        started.append(Web(tmp_path, **env))
+    def start(workers: int = 1, **env) -> Web:
+        started.append(Web(tmp_path, workers, **env))
         return started[-1]
 
     yield start

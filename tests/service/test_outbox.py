@@ -143,3 +143,23 @@ def test_a_copy_of_the_task_sent_again_does_not_read_an_upload_another_is_readin
         other.close()  # its session's lock goes with it, as with a worker that dies
     assert services.upload_process(upload_id=batch.pk).state == "processing"
     assert Article.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)  # on_commit runs: the send happens after the commit
+def test_the_upload_form_answers_waiting_for_the_queue_when_redis_is_down(editor, monkeypatch):
+    broker_down(monkeypatch)
+    web = Client(headers={"accept-language": "en"})
+    web.force_login(editor)
+    file = SimpleUploadedFile("form.jsonl", jsonl([{"id": "f", "text": ARTICLE}]))
+    page = web.post("/upload/", {"files": [file]}, follow=True)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "1 file received" in html and "not answering; upload it again" not in html
+    assert WAITING_FOR_QUEUE in html
+    file = SimpleUploadedFile("script.jsonl", jsonl([{"id": "s", "text": NEAR}]))
+    answer = web.post("/upload/", {"files": [file]}, headers={"accept": "application/json"})
+    assert answer.status_code == 202 and answer.json()["errors"] == []
+    waiting = dict(UploadBatch.objects.values_list("name", "message"))
+    assert waiting == {"form.jsonl": WAITING_FOR_QUEUE, "script.jsonl": WAITING_FOR_QUEUE}
+    status = web.get(f"/upload/{UploadBatch.objects.get(name='script.jsonl').pk}/status.json")
+    assert (status.json()["state"], status.json()["message"]) == ("received", WAITING_FOR_QUEUE)

@@ -33,7 +33,7 @@ PUBLIC = {
     "i18n/setlang/",
 }
 SIGNED_IN = {"accounts/password_change/", "accounts/password_change/done/"}
-ADMIN_ONLY = {"overview/"}  # workers, queues and the index's health
+ADMIN_ONLY = {"overview/", "audit/"}  # the system's health; who changed what
 # Addresses that only take POST (a GET is answered 405 before anything else): asked by POST.
 POST_ONLY = {
     "decisions/",
@@ -96,7 +96,8 @@ def dashboard() -> list[str]:
 def test_the_matrix_covers_the_dashboard():
     routes = dashboard()
     assert len(routes) >= 15
-    for expected in ("", "articles/<int:article_id>/", "compare/<int:a>/<int:b>/", "overview/"):
+    for expected in ("", "articles/<int:article_id>/", "compare/<int:a>/<int:b>/", "overview/",
+                     "audit/"):  # fmt: skip
         assert expected in routes
     assert "decisions/filtered/" in routes  # GET shows the count, POST decides: not POST_ONLY
 
@@ -150,3 +151,5 @@ def test_only_admins_reach_the_admin(django_user_model):
     assert admin.get("/admin/").status_code == 200
     assert admin.get("/admin/dedup/settings/", follow=True).status_code == 200
     assert admin.get("/admin/auth/user/").status_code == 200
+    assert admin.get("/admin/dedup/auditentry/").status_code == 200
+    assert editor.get("/admin/dedup/auditentry/").status_code == 302

@@ -3,7 +3,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from dedup.models import ApiToken
+from dedup import services
 
 
 class Command(BaseCommand):
@@ -23,6 +23,6 @@ class Command(BaseCommand):
             ) from None
         if not user.is_active:
             raise CommandError(f"User {username!r} is inactive; activate it in the admin first.")
-        _, key = ApiToken.issue(user, name=name)
+        _, key = services.token_issue(owner=user, name=name)  # by no one signed in: a shell
         self.stderr.write("Keep this token now; it cannot be shown again:")
         self.stdout.write(key)

@@ -20,7 +20,15 @@ patches it in the module that reads it.
 
 from dedup.index.caches import caches_clear
 from dedup.index.candidates import candidates_find, candidates_find_many
-from dedup.index.current import detector_for, retention_start, settings_current
+from dedup.index.current import (
+    VersionMoved,
+    detector_for,
+    processing_settings,
+    retention_start,
+    settings_current,
+    settings_shared,
+    version_check,
+)
 from dedup.index.duplicates import (
     duplicates_find,
     duplicates_find_many,
@@ -34,6 +42,7 @@ from dedup.index.store import Indexed, index_store, index_vacuum_if_due
 __all__ = [
     "Indexed",
     "PgSegmentIndex",
+    "VersionMoved",
     "caches_clear",
     "candidates_find",
     "candidates_find_many",
@@ -44,7 +53,10 @@ __all__ = [
     "index_store",
     "index_vacuum_if_due",
     "match_rows",
+    "processing_settings",
     "retention_start",
     "settings_current",
+    "settings_shared",
     "sketches_load",
+    "version_check",
 ]

@@ -18,7 +18,7 @@ from dedup.models.articles import (
     SegmentRow,
 )
 from dedup.models.matches import Decision, Match, MatchKind, MatchVersion, Verdict
-from dedup.models.settings import SHARE, RebuildJob, RebuildState, Settings
+from dedup.models.settings import SHARE, RebuildJob, RebuildMatch, RebuildState, Settings
 from dedup.models.uploads import UploadBatch, UploadState
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "MatchVersion",
     "PassageKey",
     "RebuildJob",
+    "RebuildMatch",
     "RebuildState",
     "SegmentRow",
     "Settings",

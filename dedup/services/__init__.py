@@ -7,13 +7,15 @@ matches are written with `ignore_conflicts`, and upload rows are keyed by (uploa
 The services live in modules by what they write: `ingest` (articles from a request),
 `uploads` (files read into articles), `processing` (a chunk fingerprinted, indexed and
 matched; stuck articles sent again; pruning), `checks` (a text checked, nothing stored),
-`decisions` (editors' verdicts), `settings` (what an admin tunes) and `rebuilds` (the state
-machine a settings change or an upgrade starts). Callers import them from here; a test that
+`decisions` (editors' verdicts), `settings` (what an admin tunes), `rebuilds` (the state
+machine a settings change or an upgrade starts) and `cleanup` (the rows of versions no longer
+in use). Callers import them from here; a test that
 patches a module's knob (MAX_UPLOAD_ERRORS) patches it in the module that reads it.
 """
 
 from dedup.errors import ArticleInvalid, DedupError, SettingsInvalid, UploadTooLarge
 from dedup.services.checks import text_check
+from dedup.services.cleanup import index_clean
 from dedup.services.decisions import (
     DecisionConflict,
     DecisionInvalid,
@@ -26,7 +28,12 @@ from dedup.services.ingest import Submitted as Submitted
 from dedup.services.ingest import article_clean as article_clean
 from dedup.services.ingest import articles_ingest, articles_submit
 from dedup.services.processing import articles_process, articles_prune, articles_requeue_stuck
-from dedup.services.rebuilds import index_rebuild, index_rebuild_start, index_upgrade
+from dedup.services.rebuilds import (
+    index_rebuild,
+    index_rebuild_start,
+    index_upgrade,
+    rebuilds_tend,
+)
 from dedup.services.settings import EDITABLE as EDITABLE
 from dedup.services.settings import settings_update
 from dedup.services.uploads import (
@@ -54,10 +61,12 @@ __all__ = [
     "decision_record",
     "decisions_bulk",
     "deliveries_resend",
+    "index_clean",
     "index_rebuild",
     "index_rebuild_start",
     "index_upgrade",
     "original_choose",
+    "rebuilds_tend",
     "settings_update",
     "text_check",
     "upload_abandon",

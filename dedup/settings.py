@@ -225,9 +225,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Workers check as they start (dedup.tasks.index_upgrade_on_start); this catches a check
     # that failed then (the database was down, say).
+    # It also sends again a rebuild whose worker died and deletes rows no version uses.
     "rebuild-after-upgrade": {
         "task": "dedup.tasks.index_upgrade",
-        "schedule": 300,
+        "schedule": env_int("DEDUP_REBUILD_CHECK_SECONDS", 300),
     },
     # Matches and decisions reach webhooks as they are written; this catches any missed.
     "webhooks-dispatch": {

@@ -27,7 +27,7 @@ from datetime import timedelta
 
 from django.conf import settings as django_settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -121,12 +121,19 @@ def superseded(version: str) -> str:
     return f"superseded: the index version is now {version}"
 
 
-def clean_after_commit() -> None:
+# After a switch, the old version's rows stay this long: a check that read the settings just
+# before it still finds its answers.
+SWITCH_GRACE_SECONDS = 30
+
+
+def clean_after_commit(countdown: int = 0) -> None:
     """Send index_clean once the transaction commits (the rows of stopped rebuilds and of
-    versions no longer served go)."""
+    versions no longer served go). Not sent (the broker down): beat's index_upgrade cleans."""
     from dedup import tasks  # tasks import the services
 
-    transaction.on_commit(lambda: tasks.index_clean.delay())
+    transaction.on_commit(
+        lambda: tasks.index_clean.apply_async(countdown=countdown or None), robust=True
+    )
 
 
 def rebuilds_tend(*, now=None) -> list[int]:
@@ -136,8 +143,10 @@ def rebuilds_tend(*, now=None) -> list[int]:
     from dedup import tasks
 
     stale = (now or timezone.now()) - timedelta(seconds=django_settings.DEDUP_STUCK_AFTER_SECONDS)
+    beating = Q(heartbeat_at__gte=stale)
     jobs = list(
-        RebuildJob.objects.filter(state=RebuildState.RUNNING, heartbeat_at__lt=stale)
+        RebuildJob.objects.filter(state=RebuildState.RUNNING)
+        .exclude(beating)
         .order_by("id")
         .values_list("id", flat=True)
     )
@@ -263,7 +272,7 @@ def rebuild_switch(*, job_id: int, version: str) -> bool:
     RebuildJob.objects.filter(id=job_id).update(
         state=RebuildState.DONE, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
-    clean_after_commit()  # the old version's index rows, and this job's matches aside
+    clean_after_commit(SWITCH_GRACE_SECONDS)  # the old version's rows, this job's aside
     return True
 
 

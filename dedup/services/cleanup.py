@@ -20,14 +20,13 @@ from collections import Counter
 from django.db import transaction
 
 from dedup import index
-from dedup.db import int_array, pg_cursor
-from dedup.models import RebuildJob, RebuildState
+from dedup.db import pg_cursor
+from dedup.models import Match, PassageKey, RebuildJob, RebuildState, SegmentRow
 from dedup.selectors.settings import settings_current
 
 logger = logging.getLogger("dedup.services")
 
 BATCH = 2000
-_INDEX_TABLES = (("dedup_segmentrow", "segment_rows"), ("dedup_passagekey", "passage_keys"))
 
 # The distinct versions of an index table, one index probe each (a loose index scan).
 _VERSIONS = """
@@ -61,13 +60,13 @@ def index_clean(*, batch: int = BATCH) -> dict[str, int]:
 
 
 def versions_abandoned() -> list[str]:
-    """Return the versions with rows that no one serves or builds."""
+    """Return the versions with rows that no one serves or builds: those rebuilds were made
+    to, and those of the passage keys (an older release's)."""
     row = settings_current()
     versions = set(RebuildJob.objects.values_list("version", flat=True).distinct())
     with pg_cursor() as cursor:
-        for table in ("dedup_segmentrow", "dedup_passagekey"):
-            cursor.execute(_VERSIONS.format(table=table))
-            versions |= {version for (version,) in cursor.fetchall()}
+        cursor.execute(_VERSIONS.format(table="dedup_passagekey"))
+        versions |= {version for (version,) in cursor.fetchall()}
     return sorted(versions - {row.active_version, row.index_version})
 
 
@@ -95,32 +94,27 @@ def _version_clean(version: str, batch: int, deleted: Counter) -> None:
             )
             ids = [article_id for (article_id,) in cursor.fetchall()]
             deleted["fingerprints"] += len(ids)
-            for table, name in _INDEX_TABLES:
-                cursor.execute(
-                    f"DELETE FROM {table} WHERE article_id = ANY(%s::bigint[]) AND version = %s",
-                    [int_array(ids), version],
+            if ids:
+                _index_rows_delete(
+                    SegmentRow.objects.filter(version=version, article_id__in=ids), deleted
                 )
-                deleted[name] += cursor.rowcount
+                _index_rows_delete(
+                    PassageKey.objects.filter(version=version, article_id__in=ids), deleted
+                )
         if not ids:
             break
         last = max(ids)
-    for table, name in _INDEX_TABLES:
-        while True:  # rows with no fingerprint (left by older releases)
-            with transaction.atomic(), pg_cursor() as cursor:
-                if not _abandoned(version):
-                    return
-                cursor.execute(
-                    f"DELETE FROM {table} WHERE id IN ("
-                    f" SELECT id FROM {table} WHERE version = %s LIMIT %s)",
-                    [version, batch],
-                )
-                deleted[name] += cursor.rowcount
-            if cursor.rowcount < batch:
-                break
-    with transaction.atomic(), pg_cursor() as cursor:  # matches served under it (an upgrade's)
-        if _abandoned(version):
-            cursor.execute("DELETE FROM dedup_match WHERE version = %s", [version])
-            deleted["matches"] += cursor.rowcount
+    with transaction.atomic():  # rows with no fingerprint (older releases'), matches served
+        if _abandoned(version):  # under it (an upgrade's rebuild processes new articles so)
+            _index_rows_delete(SegmentRow.objects.filter(version=version), deleted)
+            _index_rows_delete(PassageKey.objects.filter(version=version), deleted)
+            deleted["matches"] += Match.objects.filter(version=version).delete()[0]
+
+
+def _index_rows_delete(rows, deleted: Counter) -> None:
+    """Delete index rows (one statement: nothing depends on them)."""
+    name = {SegmentRow: "segment_rows", PassageKey: "passage_keys"}[rows.model]
+    deleted[name] += rows.delete()[0]
 
 
 def _aside_clean(batch: int, deleted: Counter) -> None:

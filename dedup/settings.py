@@ -168,6 +168,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DEDUP_MAX_REQUEST_MB", 20) * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
+# After a rebuild switches, the old version's rows stay this long (a check that read the
+# settings just before still finds its answers), then index_clean deletes them.
+DEDUP_SWITCH_GRACE_SECONDS = env_int("DEDUP_SWITCH_GRACE_SECONDS", 30)
 # An upload still unread after this long (it arrived while the broker was down) is sent again.
 DEDUP_UPLOAD_RESEND_SECONDS = env_int("DEDUP_UPLOAD_RESEND_SECONDS", 60)
 

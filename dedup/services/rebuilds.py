@@ -121,11 +121,6 @@ def superseded(version: str) -> str:
     return f"superseded: the index version is now {version}"
 
 
-# After a switch, the old version's rows stay this long: a check that read the settings just
-# before it still finds its answers.
-SWITCH_GRACE_SECONDS = 30
-
-
 def clean_after_commit(countdown: int = 0) -> None:
     """Send index_clean once the transaction commits (the rows of stopped rebuilds and of
     versions no longer served go). Not sent (the broker down): beat's index_upgrade cleans."""
@@ -272,7 +267,8 @@ def rebuild_switch(*, job_id: int, version: str) -> bool:
     RebuildJob.objects.filter(id=job_id).update(
         state=RebuildState.DONE, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
-    clean_after_commit(SWITCH_GRACE_SECONDS)  # the old version's rows, this job's aside
+    # The old version's rows (after a grace: checks under way read them), this job's aside.
+    clean_after_commit(django_settings.DEDUP_SWITCH_GRACE_SECONDS)
     return True
 
 

@@ -171,6 +171,9 @@ DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
 # After a rebuild switches, the old version's rows stay this long (a check that read the
 # settings just before still finds its answers), then index_clean deletes them.
 DEDUP_SWITCH_GRACE_SECONDS = env_int("DEDUP_SWITCH_GRACE_SECONDS", 30)
+# A rebuild task works this long, then sends the rest as a new task (behind the articles
+# queued meanwhile, which so never wait for a whole rebuild).
+DEDUP_REBUILD_SLICE_SECONDS = env_int("DEDUP_REBUILD_SLICE_SECONDS", 60)
 # An upload still unread after this long (it arrived while the broker was down) is sent again.
 DEDUP_UPLOAD_RESEND_SECONDS = env_int("DEDUP_UPLOAD_RESEND_SECONDS", 60)
 

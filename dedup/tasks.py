@@ -75,8 +75,9 @@ def articles_prune(self) -> int:
 def index_rebuild(self, job_id: int) -> None:
     """Re-fingerprint and re-index every article under the new settings, then switch. Runs
     once at a time (a lock on the job, not the visibility timeout): a second delivery ends at
-    once, and a delivery after its worker died goes on where it stopped."""
-    services.index_rebuild(job_id=job_id)
+    once, and a delivery after its worker died goes on where it stopped. A delivery works for
+    DEDUP_REBUILD_SLICE_SECONDS, then sends the rest behind the articles queued meanwhile."""
+    services.index_rebuild(job_id=job_id, slice_seconds=settings.DEDUP_REBUILD_SLICE_SECONDS)
 
 
 @shared_task(name="dedup.tasks.index_clean", **RETRY)

@@ -23,6 +23,7 @@ index_clean (dedup/services/cleanup.py), sent once the change commits.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from django.conf import settings as django_settings
@@ -169,20 +170,31 @@ def _lock_release(job_id: int) -> None:
         connection.close()
 
 
-def index_rebuild(*, job_id: int) -> RebuildJob:
+def index_rebuild(*, job_id: int, slice_seconds: float | None = None) -> RebuildJob:
     """Fingerprint, index and match every article under the new version, then switch to it;
     return the job. Runs once at a time: a second delivery finds the job's lock held and
-    returns at once."""
+    returns at once.
+
+    With `slice_seconds` (the task's), it stops after the chunk that ends the slice and sends
+    itself again, its lock released: the chunks of new articles queued meanwhile go first,
+    and no delivery outlasts the broker's visibility timeout."""
     if not _lock_try(job_id):
         logger.info("rebuild %s runs elsewhere: this delivery ends", job_id)
         return RebuildJob.objects.get(id=job_id)
     try:
-        return _rebuild_run(job_id)
+        job = _rebuild_run(job_id, slice_seconds)
     finally:
         _lock_release(job_id)
+    if job is None:  # the slice is over: the rest in a delivery of its own
+        from dedup import tasks
+
+        tasks.index_rebuild.delay(job_id=job_id)
+        job = RebuildJob.objects.get(id=job_id)
+    return job
 
 
-def _rebuild_run(job_id: int) -> RebuildJob:
+def _rebuild_run(job_id: int, slice_seconds: float | None) -> RebuildJob | None:
+    """Run the rebuild from its position; return the job, or None when the slice ran out."""
     job = RebuildJob.objects.get(id=job_id)
     settings = settings_current()
     if job.state != RebuildState.RUNNING:
@@ -194,6 +206,7 @@ def _rebuild_run(job_id: int) -> RebuildJob:
     index.caches_clear()  # features cached under this version before a cleanup are gone
     logger.info("rebuild %s running from article %s (%s done)", job_id, job.position, job.done)
     work = _Work(job_id, settings, index.detector_for(settings), job.version, settings.plan())
+    end = None if slice_seconds is None else time.monotonic() + slice_seconds
     size = max(1, django_settings.DEDUP_CHUNK_SIZE)
     done = Article.objects.filter(status=ArticleStatus.DONE)
     RebuildJob.objects.filter(id=job_id).update(total=Greatest(done.count(), F("done")))
@@ -209,6 +222,8 @@ def _rebuild_run(job_id: int) -> RebuildJob:
             done=F("done") + len(chunk), total=Greatest(F("total"), F("done") + len(chunk)),
             position=last, heartbeat_at=timezone.now(),
         )  # fmt: skip
+        if end is not None and time.monotonic() >= end:
+            return None
     while True:  # articles processed meanwhile under the active version, then the switch
         missing = list(
             done.exclude(fingerprints__version=job.version)

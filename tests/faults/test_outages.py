@@ -60,6 +60,7 @@ class Stack:
             "DEDUP_RESTORE_EVERY_SECONDS": "2",
             "DEDUP_CHUNK_SIZE": "100",
             "DEDUP_REBUILD_CHECK_SECONDS": "5",
+            "DEDUP_REBUILD_SLICE_SECONDS": "5",
             "DB_CONN_MAX_AGE": "0",
             "PYTHONUNBUFFERED": "1",
         }

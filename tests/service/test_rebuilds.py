@@ -227,3 +227,20 @@ def test_an_article_stored_during_a_rebuild_is_found_by_api_check_at_once(eager,
     assert late in checked(api, NEAR)
     assert Match.objects.filter(a_id=original, b_id=late, version=job.version).exists()
     assert rows_of(active) == NONE
+
+
+@pytest.mark.django_db
+def test_a_rebuild_task_works_a_slice_then_sends_the_rest_behind_new_articles(
+    monkeypatch, settings, unsent
+):
+    settings.DEDUP_CHUNK_SIZE = 2
+    ids = process(*TEXTS)
+    job = services.settings_update(top_n=128)
+    sent = []
+    monkeypatch.setattr(tasks.index_rebuild, "delay", lambda **kwargs: sent.append(kwargs))
+    job = services.index_rebuild(job_id=job.pk, slice_seconds=0)  # one chunk a slice
+    assert (job.state, job.done, job.position) == ("running", 2, ids[1])
+    assert sent == [{"job_id": job.pk}]  # the rest: behind what is queued
+    while job.state == "running":
+        job = services.index_rebuild(job_id=job.pk, slice_seconds=0)
+    assert (job.state, job.done, len(sent)) == ("done", 5, 3)  # three chunks, three slices

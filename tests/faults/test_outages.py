@@ -343,7 +343,15 @@ def test_a_settings_change_rebuilds_once_while_uploads_are_processed(stack, caps
     before = stack.sql("SELECT a_id, b_id, kind, similarity FROM dedup_match ORDER BY 1, 2")
     stack.python("from dedup import services; services.settings_update(top_n=64)")
     stack.upload("third.jsonl", corpus("third", 300, 9000))
-    time.sleep(2)
+    deadline = time.monotonic() + 120
+    started = "SELECT count(*) FROM dedup_rebuildjob WHERE state = 'running' AND done > 0"
+    while stack.sql(started) == [(0,)]:  # some of it written
+        assert time.monotonic() < deadline, stack.logs()
+        time.sleep(0.2)
+    [(abandoned,)] = stack.sql(
+        "SELECT count(*) FROM dedup_fingerprint f, dedup_settings s"
+        " WHERE f.version <> s.active_version"
+    )
     stack.python("from dedup import services; services.settings_update(top_n=128)")
     cleaned = wait_rebuilt(stack, 300)
     stack.wait_finished(300)
@@ -356,5 +364,6 @@ def test_a_settings_change_rebuilds_once_while_uploads_are_processed(stack, caps
             f"\n  rebuild during uploads: 2601 rows kept, rebuilt {done} articles,"
             f" done {finished:.1f} s after its holder died; {runs} run(s), {refused} delivery(ies)"
             " refused; the article stored meanwhile found by api/check;"
-            f" cancelled rebuild cleaned {cleaned:.1f} s after the setting went back"
+            f" a rebuild cancelled with {abandoned} fingerprints (and their index rows) written:"
+            f" cleaned {cleaned:.1f} s after the setting went back"
         )

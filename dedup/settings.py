@@ -172,6 +172,12 @@ DEDUP_CHECK_CONCURRENCY = env_int("DEDUP_CHECK_CONCURRENCY", 2)
 DEDUP_CHECK_SECONDS = env_int("DEDUP_CHECK_SECONDS", 10)
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
+# After a rebuild switches, the old version's rows stay this long (a check that read the
+# settings just before still finds its answers), then index_clean deletes them.
+DEDUP_SWITCH_GRACE_SECONDS = env_int("DEDUP_SWITCH_GRACE_SECONDS", 30)
+# A rebuild task works this long, then sends the rest as a new task (behind the articles
+# queued meanwhile, which so never wait for a whole rebuild).
+DEDUP_REBUILD_SLICE_SECONDS = env_int("DEDUP_REBUILD_SLICE_SECONDS", 60)
 # An upload still unread after this long (it arrived while the broker was down) is sent again.
 DEDUP_UPLOAD_RESEND_SECONDS = env_int("DEDUP_UPLOAD_RESEND_SECONDS", 60)
 
@@ -229,9 +235,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Workers check as they start (dedup.tasks.index_upgrade_on_start); this catches a check
     # that failed then (the database was down, say).
+    # It also sends again a rebuild whose worker died and deletes rows no version uses.
     "rebuild-after-upgrade": {
         "task": "dedup.tasks.index_upgrade",
-        "schedule": 300,
+        "schedule": env_int("DEDUP_REBUILD_CHECK_SECONDS", 300),
     },
     # Matches and decisions reach webhooks as they are written; this catches any missed.
     "webhooks-dispatch": {

@@ -74,14 +74,26 @@ def articles_prune(self) -> dict[str, int]:
 
 @shared_task(name="dedup.tasks.index_rebuild", **RETRY)
 def index_rebuild(self, job_id: int) -> None:
-    """Re-fingerprint and re-index every article under the new settings, then switch."""
-    services.index_rebuild(job_id=job_id)
+    """Re-fingerprint and re-index every article under the new settings, then switch. Runs
+    once at a time (a lock on the job, not the visibility timeout): a second delivery ends at
+    once, and a delivery after its worker died goes on where it stopped. A delivery works for
+    DEDUP_REBUILD_SLICE_SECONDS, then sends the rest behind the articles queued meanwhile."""
+    services.index_rebuild(job_id=job_id, slice_seconds=settings.DEDUP_REBUILD_SLICE_SECONDS)
+
+
+@shared_task(name="dedup.tasks.index_clean", **RETRY)
+def index_clean(self) -> None:
+    """Delete the rows of stopped rebuilds and of versions no longer in use, in batches."""
+    services.index_clean()
 
 
 @shared_task(name="dedup.tasks.index_upgrade", **RETRY)
 def index_upgrade(self) -> None:
-    """Start the rebuild to this release's index version, if it is needed and not running."""
+    """Start the rebuild to this release's index version, if it is needed and not running;
+    send again a running rebuild whose worker stopped beating; clean what is left over."""
     services.index_upgrade()
+    services.rebuilds_tend()
+    services.index_clean()
 
 
 @shared_task(name="dedup.tasks.webhooks_dispatch", **RETRY)

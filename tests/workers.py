@@ -178,6 +178,7 @@ def worker_factory(transactional_db, settings, tmp_path):
         "DATABASE_URL": database_url(connections["default"].settings_dict),
         "DEDUP_VISIBILITY_TIMEOUT": "4",
         "DEDUP_RESTORE_EVERY_SECONDS": "1",
+        "DEDUP_SWITCH_GRACE_SECONDS": "1",
         "DB_CONN_MAX_AGE": "0",
         "PYTHONUNBUFFERED": "1",
     }

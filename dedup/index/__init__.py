@@ -23,7 +23,15 @@ module that reads it.
 
 from dedup.index.caches import caches_clear
 from dedup.index.candidates import candidates_find, candidates_find_many
-from dedup.index.current import detector_for, retention_start, settings_current
+from dedup.index.current import (
+    VersionMoved,
+    detector_for,
+    processing_settings,
+    retention_start,
+    settings_current,
+    settings_shared,
+    version_check,
+)
 from dedup.index.duplicates import (
     duplicates_find,
     duplicates_find_many,
@@ -38,6 +46,7 @@ from dedup.index.store import Indexed, index_store, index_vacuum_if_due
 __all__ = [
     "Indexed",
     "PgSegmentIndex",
+    "VersionMoved",
     "caches_clear",
     "candidates_find",
     "candidates_find_many",
@@ -49,7 +58,10 @@ __all__ = [
     "index_vacuum_if_due",
     "match_rows",
     "partitions_maintain",
+    "processing_settings",
     "retention_start",
     "settings_current",
+    "settings_shared",
     "sketches_load",
+    "version_check",
 ]

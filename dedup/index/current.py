@@ -1,6 +1,8 @@
 """What the index works under now: the Detector the settings build, once per process
-(detector_for), and the start of the retention window. The settings row itself is read by
-dedup.selectors.settings_current (re-exported here for the index's modules)."""
+(detector_for), the start of the retention window, and the version new articles are processed
+under (processing_settings; version_check holds it while a write under it commits). The
+settings row itself is read by dedup.selectors.settings_current (re-exported here for the
+index's modules)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,50 @@ from dedup.selectors.settings import settings_current
 _detectors: dict[tuple, Detector] = {}
 _detectors_lock = threading.Lock()
 
-__all__ = ["detector_for", "retention_start", "settings_current"]
+__all__ = [
+    "VersionMoved",
+    "detector_for",
+    "processing_settings",
+    "retention_start",
+    "settings_current",
+    "settings_shared",
+    "version_check",
+]
+
+
+class VersionMoved(Exception):
+    """The version a write was made for is no longer the one to write under (a rebuild
+    switched, or the settings changed): the work is done again under the new one."""
+
+
+def processing_settings(row: Settings) -> tuple[Settings, str]:
+    """Return the settings new articles are processed under, and their index version: the
+    active one, so that answers (api/check, the queue) find them at once while a rebuild runs
+    (its final sweep indexes them under the new version), unless this code cannot compute the
+    active version (an upgrade changed the fingerprint or the features format): then the new
+    one, found once the rebuild ends."""
+    active = row.active()
+    if active.index_version == row.active_version:
+        return active, row.active_version
+    return row, row.index_version
+
+
+def version_check(version: str) -> None:
+    """Raise VersionMoved unless new articles are still processed under `version`. Call it
+    first in the transaction that writes under it: the settings row stays share-locked until
+    the transaction ends, so a rebuild switching over (or a settings change) waits for it, and
+    a write that comes after finds the version moved."""
+    row = settings_shared()
+    if row is None or processing_settings(row)[1] != version:
+        raise VersionMoved(version)
+
+
+def settings_shared() -> Settings | None:
+    """Return the settings row, share-locked until the transaction ends (call it in one):
+    writers of index rows and matches check their version under it, and whoever changes the
+    version (a settings change, a rebuild switching) waits for them with select_for_update."""
+    rows = list(Settings.objects.raw("SELECT * FROM dedup_settings WHERE id = 1 FOR SHARE"))
+    return rows[0] if rows else None
 
 
 def detector_for(settings: Settings) -> Detector:

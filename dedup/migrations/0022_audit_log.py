@@ -20,7 +20,7 @@ def admins_read_the_log(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dedup", "0020_match_version"),
+        ("dedup", "0021_rebuild_lease"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -19,7 +19,7 @@ from dedup.models.articles import (
 )
 from dedup.models.audit import AuditAction, AuditEntry
 from dedup.models.matches import Decision, Match, MatchKind, MatchVersion, Verdict
-from dedup.models.settings import SHARE, RebuildJob, RebuildState, Settings
+from dedup.models.settings import SHARE, RebuildJob, RebuildMatch, RebuildState, Settings
 from dedup.models.uploads import UploadBatch, UploadState
 from dedup.models.versions import IndexVersion
 
@@ -41,6 +41,7 @@ __all__ = [
     "MatchVersion",
     "PassageKey",
     "RebuildJob",
+    "RebuildMatch",
     "RebuildState",
     "SegmentRow",
     "Settings",

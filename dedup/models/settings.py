@@ -130,9 +130,37 @@ class RebuildJob(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     message = models.TextField(blank=True)
+    # The last article rebuilt, in id order: a rebuild delivered again goes on from there.
+    position = models.BigIntegerField(default=0)
+    # Moved at every chunk while a worker runs it: beat resumes a running job whose heartbeat
+    # is stale (and whose lock is free).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name, verbose_name_plural = _("rebuild job"), _("rebuild jobs")
 
     def __str__(self) -> str:
         return f"rebuild {self.version} ({self.state} {self.done}/{self.total})"
+
+
+class RebuildMatch(models.Model):
+    """A match a running rebuild found under its version, kept aside until it switches: the
+    queue and the API serve the active version's matches meanwhile, and a cancelled rebuild
+    leaves them whole (its rows are dropped, services.index_clean)."""
+
+    job = models.ForeignKey(RebuildJob, on_delete=models.CASCADE, related_name="+")
+    a = models.ForeignKey("dedup.Article", on_delete=models.CASCADE, related_name="+")
+    b = models.ForeignKey("dedup.Article", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10)
+    distance = models.PositiveSmallIntegerField(null=True, blank=True)
+    similarity = models.FloatField()
+    shared_passages = models.JSONField(default=list, blank=True)
+    shared_chars = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "a", "b"], name="one_rebuild_match_per_pair")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.a_id} ~ {self.b_id} (rebuild {self.job_id}, {self.kind})"

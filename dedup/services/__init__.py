@@ -8,14 +8,16 @@ The services live in modules by what they write: `ingest` (articles from a reque
 `uploads` (files read into articles), `processing` (a chunk fingerprinted, indexed and
 matched; stuck articles sent again; pruning), `checks` (a text checked, nothing stored),
 `decisions` (editors' verdicts), `settings` (what an admin tunes), `tokens` (API tokens
-issued and revoked), `audit` (the audit log's entries) and `rebuilds` (the state
-machine a settings change or an upgrade starts). Callers import them from here; a test that
+issued and revoked), `audit` (the audit log's entries), `rebuilds` (the state machine a
+settings change or an upgrade starts) and `cleanup` (the rows of versions no longer in use).
+Callers import them from here; a test that
 patches a module's knob (MAX_UPLOAD_ERRORS) patches it in the module that reads it.
 """
 
 from dedup.errors import ArticleInvalid, DedupError, SettingsInvalid, UploadTooLarge
 from dedup.services.audit import audit_record, audit_values
 from dedup.services.checks import text_check
+from dedup.services.cleanup import index_clean
 from dedup.services.decisions import (
     DecisionConflict,
     DecisionInvalid,
@@ -29,7 +31,12 @@ from dedup.services.ingest import Submitted as Submitted
 from dedup.services.ingest import article_clean as article_clean
 from dedup.services.ingest import articles_ingest, articles_submit
 from dedup.services.processing import articles_process, articles_prune, articles_requeue_stuck
-from dedup.services.rebuilds import index_rebuild, index_rebuild_start, index_upgrade
+from dedup.services.rebuilds import (
+    index_rebuild,
+    index_rebuild_start,
+    index_upgrade,
+    rebuilds_tend,
+)
 from dedup.services.settings import EDITABLE as EDITABLE
 from dedup.services.settings import settings_update
 from dedup.services.tokens import token_issue, tokens_revoke
@@ -61,10 +68,12 @@ __all__ = [
     "decisions_batched",
     "decisions_bulk",
     "deliveries_resend",
+    "index_clean",
     "index_rebuild",
     "index_rebuild_start",
     "index_upgrade",
     "original_choose",
+    "rebuilds_tend",
     "settings_update",
     "text_check",
     "token_issue",

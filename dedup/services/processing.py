@@ -38,12 +38,28 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     An article is claimed when pending, or processing but claimed more than `stale_after`
     seconds ago (default DEDUP_STUCK_AFTER_SECONDS; 0 when a task is retried or delivered again,
     since then the claim is its own). The chunk is claimed, read, indexed and finished in a few
-    statements; only the lookups go article by article."""
-    settings = index.settings_current()
-    detector = index.detector_for(settings)
+    statements; only the lookups go article by article.
+
+    Articles are processed under the active version while a rebuild runs (index.
+    processing_settings): api/check and the queue find them at once, and the rebuild's final
+    sweep indexes them under its own. A rebuild switching over in the middle of a chunk makes
+    it start again under the new version, its claim its own."""
     if stale_after is None:
         stale_after = django_settings.DEDUP_STUCK_AFTER_SECONDS
-    version, plan = settings.index_version, settings.plan()
+    for _ in range(3):
+        try:
+            return _chunk_process(article_ids, stale_after)
+        except index.VersionMoved as moved:
+            logger.info("the index version moved from %s: the chunk again", moved)
+            stale_after = 0
+    raise RuntimeError(f"the index version kept moving under articles {article_ids[:5]}...")
+
+
+def _chunk_process(article_ids: list[int], stale_after: int) -> None:
+    """Claim, fingerprint, index and match the chunk under the version of new articles."""
+    settings, version = index.processing_settings(index.settings_current())
+    detector = index.detector_for(settings)
+    plan = settings.plan()
     clock = _Clock()
     claimed = _articles_claim(article_ids, stale_after, version)
     if not claimed:
@@ -59,6 +75,7 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     items = _features_made([a for a in articles if a.id not in exact], detector, failed)
     clock.lap("features")
     with transaction.atomic():
+        index.version_check(version)  # first: the share lock holds until the commit
         written = index.index_store(items=items, version=version, plan=plan)
     clock.lap("store")
     if index.index_vacuum_if_due(written):
@@ -82,7 +99,7 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
         rows += result
         done.append(item.article_id)
     _exact_in_flight(rows)
-    _chunk_write(rows, articles, done, exact, failed)
+    _chunk_write(rows, articles, done, exact, failed, version)
     clock.lap("write")
     logger.info("articles_process: %d articles, %s", len(claimed), clock)
 
@@ -108,12 +125,15 @@ def _chunk_write(
     done: list[int],
     exact: dict[int, int],
     failed: dict[int, str],
+    version: str,
 ) -> None:
-    """Write a chunk's matches and finish its articles and their uploads' counts, at once."""
+    """Write a chunk's matches and finish its articles and their uploads' counts, at once,
+    if the version they were found under is still the one (else raise VersionMoved)."""
     # In pair order: two workers inserting the same pairs wait for each other, never deadlock.
     rows.sort(key=lambda row: (row.a_id, row.b_id))
     upload_of = {article.id: article.upload_id for article in articles if article.upload_id}
     with transaction.atomic():
+        index.version_check(version)  # before change_lock, as a rebuild's switch takes them
         change_lock()  # first: matches take ids in commit order (the API's cursors, webhooks)
         Match.objects.bulk_create(rows, ignore_conflicts=True)
         if rows:

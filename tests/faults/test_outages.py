@@ -28,6 +28,7 @@ from dedup import embedded
 from tests.texts import ARTICLE, NEAR, stranger
 
 ROOT = Path(__file__).resolve().parents[2]
+REBUILD_LOCK = 0x64656475  # a rebuild's advisory lock: (this, the job's id); services.rebuilds
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
@@ -58,6 +59,8 @@ class Stack:
             "DEDUP_VISIBILITY_TIMEOUT": "20",
             "DEDUP_RESTORE_EVERY_SECONDS": "2",
             "DEDUP_CHUNK_SIZE": "100",
+            "DEDUP_REBUILD_CHECK_SECONDS": "5",
+            "DEDUP_REBUILD_SLICE_SECONDS": "5",
             "DB_CONN_MAX_AGE": "0",
             "PYTHONUNBUFFERED": "1",
         }
@@ -71,7 +74,7 @@ class Stack:
             ],
             "worker": [
                 sys.executable, "-m", "celery", "-A", "dedup", "worker", "--concurrency", "2",
-                "-Q", "celery,webhooks", "-n", f"faults-{self.port}@%h",
+                "-Q", "celery,webhooks", "-n", f"faults-{self.port}@%h", "-l", "INFO",
             ],
             "beat": [
                 sys.executable, "-m", "celery", "-A", "dedup", "beat",
@@ -111,9 +114,12 @@ class Stack:
     def python(self, code: str) -> str:
         return self.manage("shell", "-c", code)
 
-    def sql(self, query: str) -> list[tuple]:
+    def connect(self) -> psycopg.Connection:
         host = embedded.socket_dir(self.var / "postgres")
-        with psycopg.connect(host=host, user="postgres", dbname=embedded.DATABASE) as db:
+        return psycopg.connect(host=host, user="postgres", dbname=embedded.DATABASE)
+
+    def sql(self, query: str) -> list[tuple]:
+        with self.connect() as db:
             return db.execute(query).fetchall()
 
     def logs(self) -> str:
@@ -121,6 +127,9 @@ class Stack:
             f"\n--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
             for path in sorted(self.var.glob("*.log"))
         )
+
+    def logs_all(self) -> str:
+        return "".join(path.read_text(errors="replace") for path in sorted(self.var.glob("*.log")))
 
     # --- what users do ----------------------------------------------------------------------
     def upload(self, name: str, rows: list[dict]) -> None:
@@ -244,4 +253,117 @@ def test_processing_survives_the_database_going_away_for_half_a_minute(stack, ca
     with capsys.disabled():
         print(
             f"\n  database down 30 s: 3000 rows kept, finished {recovered:.1f} s after it returned"
+        )
+
+
+def rebuild_invariants(stack: Stack) -> str:
+    """Check what a finished rebuild leaves: every processed article indexed once under the
+    active version, no rows of any other version, no matches of a rebuild left aside. Return
+    the active version."""
+    [(active,)] = stack.sql("SELECT active_version FROM dedup_settings")
+    assert stack.sql(
+        "SELECT count(*) FROM dedup_article a WHERE a.status = 'done' AND NOT EXISTS ("
+        f" SELECT 1 FROM dedup_fingerprint f WHERE f.article_id = a.id AND f.version = '{active}')"
+    ) == [(0,)], "a processed article not indexed under the active version"
+    for table in ("dedup_fingerprint", "dedup_passagekey", "dedup_match"):
+        assert stack.sql(f"SELECT count(*) FROM {table} WHERE version <> '{active}'") == [(0,)], (
+            f"{table} keeps rows of another version"
+        )
+    others = stack.python(  # through the model: how the segment rows store versions is its own
+        "from dedup.models import SegmentRow\n"
+        f"print(SegmentRow.objects.exclude(version={active!r}).count())"
+    )
+    assert others.split()[-1] == "0", "segment rows of another version"
+    assert stack.sql("SELECT count(*) FROM dedup_rebuildmatch") == [(0,)]
+    return active
+
+
+def wait_rebuilt(stack: Stack, timeout: float) -> float:
+    """Wait until no rebuild runs and nothing is left to clean; return the seconds."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        left = stack.sql(
+            "SELECT (SELECT count(*) FROM dedup_rebuildjob WHERE state = 'running')"
+            " + (SELECT count(*) FROM dedup_fingerprint f, dedup_settings s"
+            "    WHERE f.version <> s.active_version)"
+            " + (SELECT count(*) FROM dedup_rebuildmatch)"
+        )[0][0]
+        if left == 0:
+            return time.monotonic() - start
+        time.sleep(0.5)
+    pytest.fail(f"rebuild not finished after {timeout} s:{stack.logs()}")
+
+
+def check_finds(stack: Stack, text: str) -> set[str]:
+    """Return the external ids api/check's service finds for a text (another process)."""
+    out = stack.python(
+        "from dedup import services; from dedup.models import Article\n"
+        f"found = services.text_check(text={text!r})['matches']\n"
+        "ids = Article.objects.filter(id__in=[m['article'] for m in found])\n"
+        "import json; print(json.dumps(sorted(ids.values_list('external_id', flat=True))))"
+    )
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_a_settings_change_rebuilds_once_while_uploads_are_processed(stack, capsys):
+    stack.upload("first.jsonl", corpus("first", 2000, 0))
+    deadline = time.monotonic() + 120
+    while stack.sql("SELECT count(*) FROM dedup_article WHERE status = 'done'")[0][0] < 300:
+        assert time.monotonic() < deadline, stack.logs()
+        time.sleep(0.2)
+    # A worker that holds the coming rebuild (job 1) and dies later: its lock, a session's.
+    holder = stack.connect()
+    holder.execute("SELECT pg_advisory_lock(%s, 1)", [REBUILD_LOCK])
+    stack.python("from dedup import services; services.settings_update(top_n=128)")
+    new = NEAR + "另外补充一句话。"  # a near copy no article has the text of
+    stack.upload("during.jsonl", [{"id": "during-new", "text": new}, *corpus("during", 600, 5000)])
+    deadline = time.monotonic() + 180
+    while stack.sql(
+        "SELECT count(*) FROM dedup_article WHERE external_id = 'during-new' AND status = 'done'"
+    ) == [(0,)]:
+        assert time.monotonic() < deadline, stack.logs()
+        time.sleep(0.2)
+    # Its delivery found the job held and ended; the rebuild is running, and the article
+    # stored meanwhile is found by api/check at once.
+    assert stack.sql("SELECT state, done FROM dedup_rebuildjob") == [("running", 0)]
+    seen_during = check_finds(stack, new)
+    assert {"first-a", "during-new"} <= seen_during
+    holder.close()  # the holding worker dies: beat resumes the job once its heartbeat is stale
+    finished = wait_rebuilt(stack, 600)
+    stack.wait_finished(300)
+    stack.invariants(2000 + 601)
+    first = rebuild_invariants(stack)
+    [(job, done, total)] = stack.sql("SELECT id, done, total FROM dedup_rebuildjob")
+    assert done == total  # one run's count: no delivery started it over
+    logs = stack.logs_all()
+    runs, refused = logs.count(f"rebuild {job} running from"), logs.count(f"rebuild {job} runs")
+    assert runs >= 1 and refused >= 1  # the delivery while the lock was held ended at once
+    # Set a setting, then back, while a third upload is processed: the abandoned rebuild's
+    # rows go, and the matches are those of the active version, as they were.
+    before = stack.sql("SELECT a_id, b_id, kind, similarity FROM dedup_match ORDER BY 1, 2")
+    stack.python("from dedup import services; services.settings_update(top_n=64)")
+    stack.upload("third.jsonl", corpus("third", 300, 9000))
+    deadline = time.monotonic() + 120
+    started = "SELECT count(*) FROM dedup_rebuildjob WHERE state = 'running' AND done > 0"
+    while stack.sql(started) == [(0,)]:  # some of it written
+        assert time.monotonic() < deadline, stack.logs()
+        time.sleep(0.2)
+    [(abandoned,)] = stack.sql(
+        "SELECT count(*) FROM dedup_fingerprint f, dedup_settings s"
+        " WHERE f.version <> s.active_version"
+    )
+    stack.python("from dedup import services; services.settings_update(top_n=128)")
+    cleaned = wait_rebuilt(stack, 300)
+    stack.wait_finished(300)
+    stack.invariants(2000 + 601 + 300)
+    assert rebuild_invariants(stack) == first
+    after = stack.sql("SELECT a_id, b_id, kind, similarity FROM dedup_match ORDER BY 1, 2")
+    assert set(before) <= set(after)  # the earlier verdicts, whole
+    with capsys.disabled():
+        print(
+            f"\n  rebuild during uploads: 2601 rows kept, rebuilt {done} articles,"
+            f" done {finished:.1f} s after its holder died; {runs} run(s), {refused} delivery(ies)"
+            " refused; the article stored meanwhile found by api/check;"
+            f" a rebuild cancelled with {abandoned} fingerprints (and their index rows) written:"
+            f" cleaned {cleaned:.1f} s after the setting went back"
         )

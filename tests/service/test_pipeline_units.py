@@ -364,11 +364,15 @@ def test_settings_change_rebuilds_and_switches(django_capture_on_commit_callback
     settings = Settings.load()
     assert settings.active_version == old != settings.index_version == job.version
     assert services.text_check(text=NEAR)["version"] == old  # answers stay on the old one
-    [late] = process(stranger(1))  # processed meanwhile: under the new version
+    [late] = process(stranger(1))  # processed meanwhile: under the active version
+    assert set(Fingerprint.objects.filter(article_id=late).values_list("version", flat=True)) == {
+        old
+    }
     job = services.index_rebuild(job_id=job.pk)
     assert (job.state, job.done) == ("done", 4)
     settings.refresh_from_db()
     assert settings.active_version == job.version
+    assert services.index_clean()["fingerprints"] == 4  # sent once the switch commits
     assert set(Fingerprint.objects.values_list("version", flat=True)) == {job.version}
     assert set(SegmentRow.objects.values_list("version", flat=True)) == {job.version}
     assert set(Match.objects.values_list("version", flat=True)) == {job.version}

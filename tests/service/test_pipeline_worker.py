@@ -146,7 +146,8 @@ def test_config_change_rebuilds_through_the_worker(worker, wait_until):
     job.refresh_from_db()
     assert job.state == "done" and job.done == job.total == 3
     assert Settings.load().active_version == job.version
-    assert set(Fingerprint.objects.values_list("version", flat=True)) == {job.version}
+    versions = lambda: set(Fingerprint.objects.values_list("version", flat=True))  # noqa: E731
+    wait_until(lambda: versions() == {job.version}, message="the old version's rows deleted")
     assert {(m.a_id, m.b_id, m.kind) for m in Match.objects.all()} == before
     assert set(Match.objects.values_list("version", flat=True)) == {job.version}
 

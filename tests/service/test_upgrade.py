@@ -63,6 +63,7 @@ def old_release() -> str:
 
 def assert_rebuilt_under_the_new_version(pair: tuple[int, int]) -> None:
     """Check what a finished upgrade leaves: every row under this release's version, readable."""
+    services.index_clean()  # sent once the switch commits: the old release's rows go
     settings = Settings.load()
     version = settings.index_version
     assert settings.active_version == version

@@ -90,6 +90,45 @@ def edited(text: str, rng: random.Random, edits: int) -> str:
     return "".join(chars)
 
 
+LONG_CHARS = 100_000  # each article of the long pair the side-by-side view compares
+
+
+def long_pair(seed: int) -> tuple[int, int]:
+    """Store two articles of LONG_CHARS characters, the second a repost with a few hundred
+    characters changed, and their near match; return their ids."""
+    from django.utils import timezone
+
+    from dedup.models import Article, Match, Settings
+
+    rng = random.Random(seed)
+    parts, size = [], 0
+    for body in Article.objects.order_by("id").values_list("body", flat=True)[:2000]:
+        parts.append(body)
+        size += len(body) + 2
+        if size >= LONG_CHARS:
+            break
+    text = "\n\n".join(parts)[:LONG_CHARS]
+    copy = edited(text, rng, 300)
+    made = [
+        Article.objects.create(
+            title=f"长文 {n}",
+            body=body,
+            source="新华社",
+            dated_at=timezone.now(),
+            content_hash=Article.hash_body(body),
+            length=len(body),
+            status="done",
+        )
+        for n, body in enumerate((text, copy))
+    ]
+    a, b = sorted(article.pk for article in made)
+    Match.objects.create(
+        a_id=a, b_id=b, kind="near", distance=2, similarity=0.97,
+        version=Settings.load().active_version,
+    )  # fmt: skip
+    return a, b
+
+
 def copy_rows(cursor, table: str, columns: list[str], rows) -> None:
     with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
         for row in rows:
@@ -354,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     client.force_login(editor)
     a, b = facts["pair"]
     pa, pb = facts["partial"]
+    la, lb = long_pair(args.seed)  # a new pair each run: its first view is a cold one
     pages = [
         ("queue, first page", "/", False),
         ("queue, page 40", "/?page=40", False),
@@ -369,6 +409,11 @@ def main(argv: list[str] | None = None) -> int:
         ("cluster page, small cluster", f"/clusters/{facts['small']}/", False),
         ("compare, near pair", f"/compare/{a}/{b}/", False),
         ("compare, partial pair", f"/compare/{pa}/{pb}/", False),
+        (
+            f"compare, two {LONG_CHARS:,}-character articles (first run: first view)",
+            f"/compare/{la}/{lb}/",
+            False,
+        ),
         ("sliders re-draw near=0 partial=0", "/queue/results/?near=0&partial=0", True),
         ("sliders re-draw near=0.5 partial=0.5", "/queue/results/?near=0.5&partial=0.5", True),
         ("sliders re-draw near=0.8 partial=0", "/queue/results/?near=0.8&partial=0", True),

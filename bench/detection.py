@@ -370,12 +370,12 @@ def run_dedup_timed(texts: list[str], slices: int = 60) -> DedupRun:
 def run_numpy_only(texts: list[str], compiled: DedupRun) -> tuple[DedupRun, bool]:
     """Run dedup timed again without the compiled module (as where pip found no C compiler);
     return the run and whether its features and duplicates equal the compiled run's."""
-    native = merge._native
-    merge._native = None
+    native = merge.accelerated
+    merge.accelerated = None
     try:
         run = run_dedup_timed(texts)
     finally:
-        merge._native = native
+        merge.accelerated = native
     same = run.duplicates == compiled.duplicates and all(
         (a.shingles == b.shingles).all() and (a.passage_keys == b.passage_keys).all()
         for a, b in zip(run.features, compiled.features, strict=True)

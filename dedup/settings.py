@@ -169,6 +169,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # Text checks (api/check) running at once over all web workers: with gunicorn's 3 workers, one
 # is always free for the pages whatever checks are asked; each check's queries are bounded too.
 DEDUP_CHECK_CONCURRENCY = env_int("DEDUP_CHECK_CONCURRENCY", 2)
+DEDUP_CHECK_LONG_CHARS = env_int("DEDUP_CHECK_LONG_CHARS", 20_000)
 DEDUP_CHECK_SECONDS = env_int("DEDUP_CHECK_SECONDS", 10)
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)

@@ -1,10 +1,12 @@
 """Checking a text against the stored articles (text_check): nothing is stored.
 
 A check of the largest article allowed takes a second or more of a web worker: no more than
-DEDUP_CHECK_CONCURRENCY run at once over all web processes (each holds one of that many
-PostgreSQL advisory locks for its transaction; one that finds none free is refused at once,
-ChecksBusy), and its queries stop after DEDUP_CHECK_SECONDS, so that checks never take every
-worker from the pages."""
+DEDUP_CHECK_CONCURRENCY checks of texts over DEDUP_CHECK_LONG_CHARS run at once over all web
+processes (each holds one of that many PostgreSQL advisory locks for its transaction; one
+that finds none free is refused at once, ChecksBusy), and every check's queries stop after
+DEDUP_CHECK_SECONDS, so that checks never take every worker from the pages. Checks of
+article-sized texts (tens of milliseconds) are not counted: a client checking each article
+it is about to publish is never refused for another's long text."""
 
 from __future__ import annotations
 
@@ -36,30 +38,37 @@ def _text_valid(text: str) -> None:
 CHECK_SLOTS = 0x6465647563686B00  # the advisory lock keys of the slots: this, +1, +2...
 
 
-def _check_slot_take() -> None:
-    """Take a free slot for this transaction, or raise ChecksBusy; bound its queries' time."""
+def _check_slot_take(text: str) -> None:
+    """Bound this transaction's queries' time; for a long text, take a free slot first, or
+    raise ChecksBusy."""
     slots = max(1, django_settings.DEDUP_CHECK_CONCURRENCY)
     with connection.cursor() as cursor:
-        for slot in range(slots):
-            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [CHECK_SLOTS + slot])
-            if cursor.fetchone()[0]:
-                break
-        else:
+        if len(text) > django_settings.DEDUP_CHECK_LONG_CHARS and not _slot_taken(cursor, slots):
             raise ChecksBusy(
-                f"{slots} texts are being checked already (DEDUP_CHECK_CONCURRENCY); "
-                "try again in a second"
+                f"{slots} texts of over {django_settings.DEDUP_CHECK_LONG_CHARS:,} characters "
+                "are being checked already (DEDUP_CHECK_CONCURRENCY); try again in a second"
             )
         seconds = max(1, django_settings.DEDUP_CHECK_SECONDS)
         cursor.execute(f"SET LOCAL statement_timeout = {seconds * 1000}")
 
 
+def _slot_taken(cursor, slots: int) -> bool:
+    """Take one of the slots' advisory locks for this transaction; return whether one was free."""
+    for slot in range(slots):
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [CHECK_SLOTS + slot])
+        if cursor.fetchone()[0]:
+            return True
+    return False
+
+
 def text_check(*, text: str, k: int | None = None) -> dict:
     """Return a text's fingerprint and the stored articles it duplicates; store nothing.
-    Raise ChecksBusy when DEDUP_CHECK_CONCURRENCY checks are running already."""
+    Raise ChecksBusy when the text is long and DEDUP_CHECK_CONCURRENCY checks of long texts
+    are running already."""
     _text_valid(text)
     try:
         with transaction.atomic():
-            _check_slot_take()
+            _check_slot_take(text)
             return _text_checked(text, k)
     except OperationalError as error:
         if not isinstance(error.__cause__, QueryCanceled):

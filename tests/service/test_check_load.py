@@ -108,3 +108,32 @@ def test_a_check_whose_queries_wait_too_long_is_answered_503(settings):
     assert response.status_code == 503 and response["Retry-After"] == "1"
     assert "took over 1 s (DEDUP_CHECK_SECONDS)" in response.json()["error"]
     assert waited < 5
+
+
+def test_only_long_texts_wait_for_a_check_slot(settings):
+    """With every slot held (long checks running elsewhere), an article-sized check is still
+    answered; a text over DEDUP_CHECK_LONG_CHARS is answered 503 with Retry-After."""
+    from django.db import connections
+    from django.test import Client
+
+    from dedup.services.checks import CHECK_SLOTS
+
+    settings.DEDUP_CHECK_CONCURRENCY = 2
+    settings.DEDUP_CHECK_LONG_CHARS = 5_000
+    services.articles_ingest(rows=[{"body": stranger(i)} for i in range(3)])
+    key = ApiToken.issue(roles.user_in("editor", "crawler"), name="t")[1]
+    client = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:  # two long checks elsewhere hold both slots
+            for slot in range(2):
+                cursor.execute("SELECT pg_advisory_lock(%s)", [CHECK_SLOTS + slot])
+        short = client.post("/api/check", {"text": stranger(1)}, content_type="application/json")
+        long = "".join(stranger(i, 40) for i in range(60))
+        assert len(long) > 5_000
+        refused = client.post("/api/check", {"text": long}, content_type="application/json")
+    finally:
+        other.close()
+    assert short.status_code == 200, short.content
+    assert refused.status_code == 503 and refused["Retry-After"] == "1"
+    assert "over 5,000 characters" in refused.json()["error"]

@@ -130,6 +130,17 @@ class UploadBatchAdmin(ReadOnlyAdmin):
     readonly_fields = fields
     actions = ["uploads_delete_with_articles"]
 
+    def get_actions(self, request):
+        """Not Django's own "delete selected", which deletes the upload alone and leaves its
+        articles claiming an upload that is gone: uploads go with what they brought."""
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_model(self, request, obj: UploadBatch) -> None:
+        """The upload's own delete page: with its articles, index rows and matches too."""
+        services.upload_delete(upload_id=obj.id, user=request.user)
+
     @admin.action(
         description=_("Delete the selected uploads with their articles, index rows and matches"),
         permissions=["delete"],

@@ -174,6 +174,23 @@ def test_admin_deletes_an_upload_with_its_articles_after_asking(admin_client, tm
     assert (exact.status, exact.exact_of_id) == (ArticleStatus.PENDING, None)
 
 
+def test_an_upload_deleted_in_the_admin_goes_with_its_articles_whatever_the_way(
+    admin_client, tmp_path
+):
+    """Django's own "delete selected" is not offered (it deleted the upload alone, leaving
+    its articles claiming an upload that was gone); the upload's delete page takes them too."""
+    run("import", jsonl(tmp_path / "one.jsonl", [{"id": "n1", "text": NEWS}]))
+    upload = UploadBatch.objects.get()
+    changelist = admin_client.get(reverse("admin:dedup_uploadbatch_changelist"))
+    assert 'value="delete_selected"' not in changelist.content.decode()
+    assert 'value="uploads_delete_with_articles"' in changelist.content.decode()
+    deleted = admin_client.post(
+        reverse("admin:dedup_uploadbatch_delete", args=[upload.pk]), {"post": "yes"}
+    )
+    assert deleted.status_code == 302
+    assert not UploadBatch.objects.exists() and not Article.objects.exists()
+
+
 def test_admin_is_refused_to_an_editor(editor_client):
     for page in ("admin:index", "admin:dedup_article_changelist", "admin:dedup_settings_change"):
         args = [Settings.load().pk] if page.endswith("settings_change") else []

@@ -169,7 +169,7 @@ def articles_submit(request: HttpRequest, replace: bool = False):
 # What a row may hold (ArticleIn): anything else is a mistake the caller wants to hear of (a
 # typo in "source" would store the article under no source, and its id would not be known
 # again when re-sent).
-ROW_FIELDS = ("body", "text", "title", "source", "url", "id", "published_at")
+ROW_FIELDS = ("body", "text", "title", "source", "url", "id", "external_id", "published_at")
 
 
 def _known_fields(row, index: int) -> None:

@@ -69,6 +69,8 @@ def article_clean(row: dict, *, number: int | None = None, label: str = "") -> d
     names = (("title", "title"), ("source", "source"), ("url", "url"), ("external_id", "id"))
     for name, key in names:
         value = row.get(key)
+        if value is None and key == "id":  # the name the dashboard shows it under
+            key, value = "external_id", row.get("external_id")
         if value is None:
             value = ""
         if isinstance(value, bool) or not isinstance(value, str | int):

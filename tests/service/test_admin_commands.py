@@ -407,3 +407,19 @@ def test_demo_refuses_to_run_with_debug_off():
     with pytest.raises(CommandError, match="DEBUG=1"):
         run("demo")
     assert not get_user_model().objects.exists()
+
+
+def test_an_upload_row_may_name_its_id_external_id_as_the_dashboard_does(tmp_path):
+    """The dashboard shows a row's own id as "external id": a file using that name keeps it
+    (it was dropped without a word); `id` wins when a row has both."""
+    run(
+        "import",
+        jsonl(
+            tmp_path / "named.jsonl",
+            [
+                {"external_id": "trial-001", "text": NEWS},
+                {"id": "first", "external_id": "second", "text": OTHER},
+            ],
+        ),
+    )
+    assert set(Article.objects.values_list("external_id", flat=True)) == {"trial-001", "first"}

@@ -24,10 +24,20 @@ def group(name: str):
     return Group.objects.get(name=name)
 
 
-def user_in(role: str, name: str):
-    """Return a new user `name` holding the role `role` ("editor" or "admin")."""
+def user_in(role: str, name: str, password: str = "a long enough password", **fields):
+    """Return a new user `name` holding the role `role` ("editor" or "admin"); `fields` are
+    the User's own (is_staff=True, say)."""
     from django.contrib.auth.models import User
 
-    user = User.objects.create_user(name, password="a long enough password")
+    user = User.objects.create_user(name, password=password, **fields)
     user.groups.add(group(role))
     return user
+
+
+def signed_in(user):
+    """Return a test Client signed in as `user`, asking for the English pages."""
+    from django.test import Client
+
+    client = Client(headers={"accept-language": "en"})
+    client.force_login(user)
+    return client

@@ -142,6 +142,13 @@ class Stack:
             f"    services.upload_create(file=File(f, name={name!r}), name={name!r})"
         )
 
+    def wait_done(self, articles: int, timeout: float) -> None:
+        """Wait until this many articles are processed (done)."""
+        deadline = time.monotonic() + timeout
+        while self.sql("SELECT count(*) FROM dedup_article WHERE status = 'done'")[0][0] < articles:
+            assert time.monotonic() < deadline, self.logs()
+            time.sleep(0.2)
+
     def wait_finished(self, timeout: float) -> float:
         """Wait until every upload is done and every article processed; return the seconds."""
         start = time.monotonic()
@@ -241,10 +248,7 @@ def test_uploads_and_articles_arriving_while_redis_is_down_are_processed_when_it
 
 def test_processing_survives_the_database_going_away_for_half_a_minute(stack, capsys):
     stack.upload("big.jsonl", corpus("big", 3000, 0))
-    deadline = time.monotonic() + 120
-    while stack.sql("SELECT count(*) FROM dedup_article WHERE status = 'done'")[0][0] < 200:
-        assert time.monotonic() < deadline, stack.logs()
-        time.sleep(0.2)
+    stack.wait_done(200, 120)
     stack.database_stop()
     time.sleep(30)
     stack.database_start()
@@ -307,10 +311,7 @@ def check_finds(stack: Stack, text: str) -> set[str]:
 
 def test_a_settings_change_rebuilds_once_while_uploads_are_processed(stack, capsys):
     stack.upload("first.jsonl", corpus("first", 2000, 0))
-    deadline = time.monotonic() + 120
-    while stack.sql("SELECT count(*) FROM dedup_article WHERE status = 'done'")[0][0] < 300:
-        assert time.monotonic() < deadline, stack.logs()
-        time.sleep(0.2)
+    stack.wait_done(300, 120)
     # A worker that holds the coming rebuild (job 1) and dies later: its lock, a session's.
     holder = stack.connect()
     holder.execute("SELECT pg_advisory_lock(%s, 1)", [REBUILD_LOCK])

@@ -61,16 +61,12 @@ def bomb(name: str, size: int, fill: bytes = b" ") -> bytes:
 
 @pytest.fixture
 def editor() -> User:
-    user = User.objects.create_user("ed", password="pw-ed-long-enough")
-    user.groups.add(roles.group("editor"))
-    return user
+    return roles.user_in("editor", "ed", password="pw-ed-long-enough")
 
 
 @pytest.fixture
 def web(editor) -> Client:
-    client = Client(headers={"accept-language": "en"})
-    client.force_login(editor)
-    return client
+    return roles.signed_in(editor)
 
 
 @pytest.fixture

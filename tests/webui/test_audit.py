@@ -23,16 +23,12 @@ PASSWORD = "a-long-enough-passphrase-7"
 
 @pytest.fixture
 def boss() -> User:
-    user = User.objects.create_user("zhang.wei", password=PASSWORD, is_staff=True)
-    user.groups.add(roles.group("admin"))
-    return user
+    return roles.user_in("admin", "zhang.wei", password=PASSWORD, is_staff=True)
 
 
 @pytest.fixture
 def boss_client(boss) -> Client:
-    client = Client(headers={"accept-language": "en"})
-    client.force_login(boss)
-    return client
+    return roles.signed_in(boss)
 
 
 def only_entry(action: AuditAction) -> AuditEntry:

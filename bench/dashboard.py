@@ -213,7 +213,7 @@ def data_build(articles: int, matches: int, seed: int) -> dict:
             flip |= 1 << bit
         values[child] = np.int64(np.uint64(np.int64(values[p]).view(np.uint64)) ^ np.uint64(flip))
 
-    trigram = importlib.import_module("dedup.migrations.0016_search_and_undo")
+    trigram = importlib.import_module("dedup.migrations.0025_text_index_once")
     with connection.cursor() as cursor:
         raw = cursor.cursor
         # A bulk load builds the search's trigram indexes once, after it (inserting into them
@@ -251,11 +251,8 @@ def data_build(articles: int, matches: int, seed: int) -> dict:
              "found_at", "shared_chars"],
             ((a, b, k, d, s, sp, VERSION, now, 0) for (a, b), (k, d, s, sp) in edges.items()),
         )  # fmt: skip
-        for name, column in trigram.TRIGRAM_INDEXES.items():
-            cursor.execute(
-                f"CREATE INDEX {name} ON dedup_article USING gin (UPPER({column}::text)"
-                " gin_trgm_ops)"
-            )
+        for name in trigram.TRIGRAM_INDEXES:
+            cursor.execute(trigram.index_create_sql(name, concurrently=False))
         cursor.execute("SELECT setval('dedup_article_id_seq', %s); ANALYZE;", [articles])
 
     editor = User.objects.create_user("bench-editor", password="x")

@@ -157,3 +157,34 @@ def test_upload_page_lists_its_articles_and_what_was_found(editor_client, pair, 
     new = editor_client.get(f"/uploads/{upload.id}/?found=new").context["rows"]
     assert [r.id for r in new] == [lone.id]
     assert editor_client.get("/uploads/999999/").status_code == 404
+
+
+def test_search_finds_the_text_of_articles_in_every_status(editor_client):
+    """The text's trigram index holds finished articles only (written once, migration 0025);
+    waiting and processing ones are found through the status index."""
+    statuses = list(ArticleStatus.values)
+    for n, status in enumerate(statuses, start=50):
+        article(n, body=f"第{n}号文章谈到一种罕见的蓝色茶花。", status=status)
+    response = editor_client.get("/articles/?q=蓝色茶花")
+    assert sorted(x.status for x in response.context["rows"]) == sorted(statuses)
+
+
+def test_claiming_and_finishing_write_the_text_index_once():
+    """Only a finished article is in the text's trigram index: a status change of a waiting
+    article (a claim) writes no trigrams (400 claims took 5.0 s with the index over every
+    row, 0.1 s without, on the pipeline bench's database)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_indexdef(indexrelid) FROM pg_index"
+            " WHERE indexrelid = 'article_body_finished_trgm'::regclass"
+        )
+        [(definition,)] = cursor.fetchall()
+        cursor.execute("SELECT to_regclass('article_body_trgm')")
+        [(old,)] = cursor.fetchall()
+    assert "gin_trgm_ops" in definition and "WHERE" in definition, definition
+    for status in ("done", "exact", "failed"):
+        assert status in definition
+    assert "pending" not in definition and "processing" not in definition
+    assert old is None  # the index over every row is gone

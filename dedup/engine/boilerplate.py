@@ -107,7 +107,9 @@ class Boilerplate:
         """Return the shingles of a's and of b's passages that are boilerplate in both, and
         the keys of those passages; or None when there are none."""
         mine = self.shingles(fa)
-        if not mine:
+        if not mine or not held_mask(fb.passage_keys, list(mine)).any():
+            # b holds none of a's boilerplate: no need to know b's (the service reads the
+            # owners of b's passages from the database to know it).
             return None
         theirs = self.shingles(fb)
         keys = [key for key in mine if key in theirs]

@@ -30,18 +30,23 @@ class StoredOwners:
     """How many stored articles hold each passage key under a version (a PassageOwners for
     Detector.judge_many): counts read in one statement per `prefetch`, kept for its life."""
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, counts: dict[int, int] | None = None) -> None:
         self.version = version
-        self.counts: dict[int, int] = {}
+        self.counts: dict[int, int] = dict(counts or {})  # signed key -> holders
 
     def prefetch(self, keys: Iterable[np.ndarray]) -> None:
         """Read the counts of these passage keys (uint64 arrays) that are not known yet."""
-        wanted = {int(k) for some in keys for k in np.asarray(some, np.uint64).view(np.int64)}
-        wanted.difference_update(self.counts)
+        known = self.counts
+        wanted = {
+            k
+            for some in keys
+            for k in np.asarray(some, np.uint64).view(np.int64).tolist()
+            if k not in known
+        }  # (not difference_update: that walks every count known, for each call)
         now = time.monotonic()
         with features_lock:
-            known = {key: _capped.get((self.version, key)) for key in wanted}
-        for key, at in known.items():
+            remembered = {key: _capped.get((self.version, key)) for key in wanted}
+        for key, at in remembered.items():
             if at is not None and now - at < HOT_KEY_SECONDS:
                 self.counts[key] = OWNERS_COUNTED
                 wanted.discard(key)

@@ -39,9 +39,12 @@ def candidates_find_many(
     plan: Plan,
     k: int,
     since: datetime | None = None,
+    counted: dict[int, int] | None = None,
 ) -> list[set[int]]:
     """Return, for each (article id or None, features), the other articles within distance k
-    of its fingerprint or sharing one of its passage keys: a few statements for them all."""
+    of its fingerprint or sharing one of its passage keys: a few statements for them all.
+    `counted`, if given, gets how many articles hold each passage key held by fewer than
+    MAX_PASSAGE_OWNERS + 1 (signed keys; verification's StoredOwners need not count them)."""
     found: list[set[int]] = [set() for _ in queries]
     with_value = [
         (i, f.fingerprint) for i, (_, f) in enumerate(queries) if f.fingerprint is not None
@@ -51,6 +54,8 @@ def candidates_find_many(
             found[i].add(article_id)
     keys = [f.passage_keys.view(np.int64).tolist() for _, f in queries]
     owners = _passage_owners(sorted({key for some in keys for key in some}), version)
+    if counted is not None:
+        counted.update((key, len(ids)) for key, ids in owners.items())
     for i, some in enumerate(keys):
         for key in some:
             found[i].update(owners.get(key, ()))

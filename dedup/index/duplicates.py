@@ -11,6 +11,7 @@ import numpy as np
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine import screen
+from dedup.engine.boilerplate import held_mask
 from dedup.engine.verify import Boilerplate, Detector, Duplicate, Features
 from dedup.index.boilerplate import StoredOwners
 from dedup.index.caches import (
@@ -99,10 +100,12 @@ def duplicates_find_many(
     version: str,
     detector: Detector,
     counts: dict[str, int] | None = None,
+    counted: dict[int, int] | None = None,
 ) -> list[list[Duplicate] | Exception]:
     """Verify each article's candidates; return each article's duplicates, or the error that
     stopped its verification. `counts`, if given, gets the candidates and how many of them
-    were verified in full.
+    were verified in full; `counted` holds passage keys' holders known already (from
+    candidates_find_many), which are not counted again.
 
     The candidates are screened on their sketches first (dedup.engine.screen); the features of
     those that pass are loaded once for the whole chunk."""
@@ -128,6 +131,7 @@ def duplicates_find_many(
         [(features, some) for (_, features), some in zip(queries, passing, strict=True)],
         stored,
         version,
+        counted,
     )
     if counts is not None:
         counts["candidates"] = counts.get("candidates", 0) + sum(map(len, candidates))
@@ -155,23 +159,26 @@ def sketches_load(*, article_ids: Iterable[int], version: str) -> dict[int, tupl
 
 
 def _owners_for(
-    queries: Sequence[tuple[Features, Iterable[int]]], stored: dict[int, Features], version: str
+    queries: Sequence[tuple[Features, Iterable[int]]],
+    stored: dict[int, Features],
+    version: str,
+    counted: dict[int, int] | None = None,
 ) -> Boilerplate:
     """Return the boilerplate of these queries and their stored candidates, the owners of
     their passage keys read in two statements: the queries' keys, then the keys of the
-    candidates that hold a passage the query holds as boilerplate."""
-    owners = StoredOwners(version)
+    candidates that hold a passage the query holds as boilerplate (Boilerplate.common asks
+    for no other candidate's)."""
+    owners = StoredOwners(version, counted)
     owners.prefetch(features.passage_keys for features, _ in queries)
     boilerplate = Boilerplate(owners)
     wanted = []
     for features, some in queries:
-        mine = boilerplate.keys(features)
+        mine = list(boilerplate.keys(features))
         if not mine:
             continue
-        boiler = np.fromiter(mine, np.uint64, len(mine))
         for b in some:
             theirs = stored.get(b)
-            if theirs is not None and np.isin(boiler, theirs.passage_keys).any():
+            if theirs is not None and held_mask(theirs.passage_keys, mine).any():
                 wanted.append(theirs.passage_keys)
     owners.prefetch(wanted)
     return boilerplate

@@ -292,12 +292,14 @@ def matches_find(
     queries = [(item.article_id, item.features) for item in items]
     if not queries:
         return []
+    counted: dict[int, int] = {}  # passage keys' holders, read once for both steps
     candidates = index.candidates_find_many(
         queries=queries,
         version=version,
         plan=plan,
         k=settings.k_max,
         since=index.retention_start(settings),
+        counted=counted,
     )
     if clock:
         clock.lap("look up")
@@ -307,6 +309,7 @@ def matches_find(
         version=version,
         detector=detector,
         counts=clock.counts if clock else None,
+        counted=counted,
     )
     if clock:
         clock.lap("verify")

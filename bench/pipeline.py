@@ -530,7 +530,9 @@ def report(args, kinds, size_mb, engine, sample, pipe, health, sizes, tasks, pro
         f"{copies:,} near and partial copies ({copies / n:.1%}; build_corpus families) and "
         f"{kinds['exact']:,} exact copies. Mean length "
         f"{args.mean_length:,.0f} characters. DEDUP_CHUNK_SIZE {args.chunk_size}, "
-        f"PostgreSQL and Redis on 127.0.0.1, pipeline: {pool}. Machine: {os.cpu_count()} cores "
+        f"PostgreSQL and Redis on 127.0.0.1, pipeline: {pool}. The text's trigram index for "
+        f"search (migration 0025): {'dropped (--no-text-index)' if args.no_text_index else 'on'}."
+        f" Machine: {os.cpu_count()} cores "
         "shared by PostgreSQL, the workers and this process (other jobs may have run meanwhile).",
         "",
         "| articles | workers | engine alone, articles/s (one core) | pipeline, articles/s "
@@ -654,6 +656,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
     parser.add_argument("--seed", type=int, default=1998)
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument(
+        "--no-text-index",
+        action="store_true",
+        help="drop the text's trigram index first (manage.py text_index --drop)",
+    )
     args = parser.parse_args()
 
     WORK_DIR.mkdir(parents=True, exist_ok=True)
@@ -679,6 +686,10 @@ def main() -> None:
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env,
         check=True,
     )  # fmt: skip
+    if args.no_text_index:
+        subprocess.run(
+            [sys.executable, "manage.py", "text_index", "--drop"], cwd=ROOT, env=env, check=True
+        )
     broker_flush()
     import django
 

@@ -423,3 +423,20 @@ def test_an_upload_row_may_name_its_id_external_id_as_the_dashboard_does(tmp_pat
         ),
     )
     assert set(Article.objects.values_list("external_id", flat=True)) == {"trial-001", "first"}
+
+
+@pytest.mark.django_db(transaction=True)  # CREATE/DROP INDEX CONCURRENTLY: no transaction
+def test_text_index_is_dropped_and_built_again_and_search_works_either_way(editor_client):
+    processed_articles()
+    out, _ = run("text_index")
+    assert "Text index: article_body_finished_trgm" in out
+    try:
+        out, _ = run("text_index", "--drop")
+        assert "Text index: none" in out
+        hits = editor_client.get("/articles/?q=" + OTHER[2:9]).context["rows"]
+        assert [a.body for a in hits] == [OTHER]  # read from the text itself
+    finally:
+        out, _ = run("text_index", "--create")
+    assert "Text index: article_body_finished_trgm" in out
+    hits = editor_client.get("/articles/?q=" + OTHER[2:9]).context["rows"]
+    assert [a.body for a in hits] == [OTHER]

@@ -25,10 +25,13 @@ def candidates_find(
     k: int,
     since: datetime | None = None,
     exclude: int | None = None,
+    counted: dict[int, int] | None = None,
 ) -> set[int]:
-    """Return the articles within distance k of the fingerprint or sharing a passage key."""
+    """Return the articles within distance k of the fingerprint or sharing a passage key
+    (`counted`: as candidates_find_many)."""
     return candidates_find_many(
-        queries=[(exclude, features)], version=version, plan=plan, k=k, since=since
+        queries=[(exclude, features)], version=version, plan=plan, k=k, since=since,
+        counted=counted,
     )[0]
 
 
@@ -54,8 +57,8 @@ def candidates_find_many(
             found[i].add(article_id)
     keys = [f.passage_keys.view(np.int64).tolist() for _, f in queries]
     owners = _passage_owners(sorted({key for some in keys for key in some}), version)
-    if counted is not None:
-        counted.update((key, len(ids)) for key, ids in owners.items())
+    if counted is not None:  # an article holds its own keys: at least 1 (as StoredOwners)
+        counted.update((key, max(len(ids), 1)) for key, ids in owners.items())
     for i, some in enumerate(keys):
         for key in some:
             found[i].update(owners.get(key, ()))
@@ -92,7 +95,7 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
     if not keys:
         return {}
     limit = MAX_PASSAGE_OWNERS + 1
-    owners: dict[int, list[int]] = {}
+    owners: dict[int, list[int]] = {key: [] for key in keys}  # none: a text being checked
     # Each key's first owners, in one statement: a boilerplate key stops at limit rows.
     with pg_cursor() as cursor:
         cursor.execute(

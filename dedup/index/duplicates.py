@@ -81,15 +81,17 @@ def duplicates_find(
     candidates: Iterable[int],
     version: str,
     detector: Detector,
+    counted: dict[int, int] | None = None,
 ) -> list[Duplicate]:
-    """Verify candidates on their stored features; return the duplicates, a < b where known.
+    """Verify candidates on their stored features; return the duplicates, a < b where known
+    (`counted`: passage keys' holders known already, as duplicates_find_many).
 
     With an article id, each duplicate is oriented so that `a` is the lower id (its shared
     passages too); without one (a text being checked), `a` is the text, numbered 0.
     """
     candidates = list(candidates)
     stored = features_load(article_ids=candidates, version=version)
-    owners = _owners_for([(features, candidates)], stored, version)
+    owners = _owners_for([(features, candidates)], stored, version, counted)
     return _judge(article_id, features, candidates, stored, detector, owners)
 
 

@@ -89,12 +89,14 @@ def _text_checked(text: str, k: int | None) -> dict:
         raise DedupError(f"k must be from 0 to {settings.k_max} (the index's k_max), not {k}")
     detector = index.detector_for(settings)
     fingerprint, features = detector.fingerprint_and_features(text)
+    counted: dict[int, int] = {}  # passage keys' holders, read once for both steps
     candidates = index.candidates_find(
         features=features,
         version=version,
         plan=settings.plan(),
         k=k,
         since=index.retention_start(settings),
+        counted=counted,
     )
     found = index.duplicates_find(
         article_id=None,
@@ -102,6 +104,7 @@ def _text_checked(text: str, k: int | None) -> dict:
         candidates=candidates,
         version=version,
         detector=detector,
+        counted=counted,
     )
     return {
         "fingerprint": fingerprint.hex,

@@ -8,13 +8,15 @@ A worker starting checks whether this release stores under a new index version, 
 the rebuild it needs (services.index_upgrade; beat runs the same check every few minutes).
 """
 
+import socket
+
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from dedup import services
-from dedup.services import webhooks
+from dedup.services import heartbeats, webhooks
 
 RETRY = {
     "bind": True,
@@ -110,6 +112,12 @@ def webhook_deliver(self, delivery_id: int) -> None:
     last_try = tries >= settings.DEDUP_WEBHOOK_ATTEMPTS
     if not webhooks.webhook_deliver(delivery_id=delivery_id, last_try=last_try):
         raise self.retry(countdown=webhooks.backoff_seconds(tries))
+
+
+@worker_ready.connect
+def heartbeats_on_start(sender=None, **kwargs) -> None:
+    """Have the worker's main process say it is alive every few seconds (/readyz, overview)."""
+    heartbeats.heartbeats_start(getattr(sender, "hostname", None) or socket.gethostname())
 
 
 @worker_ready.connect

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dedup import selectors
+from dedup.services import heartbeats
 
 WORKERS_CACHE_KEY = "webui:workers"
 WORKERS_CACHE_SECONDS = 10
@@ -58,12 +59,23 @@ def workers_ping() -> Callable[[], dict]:
 
     def wait() -> dict:
         thread.join(max(0.0, PING_TIMEOUT + 0.1 - (time.monotonic() - started)))
-        if "status" in found:
-            return found["status"]
-        last = cache.get(WORKERS_CACHE_KEY + ":last")
-        return last or {"ok": None, "names": [], "error": ""}  # None: no answer yet
+        status = found.get("status") or cache.get(WORKERS_CACHE_KEY + ":last")
+        if status is None or not status["ok"]:
+            # No answer in time: a worker busy under load answers late, but its heartbeat
+            # (recorded by its main process every few seconds) says it is there.
+            seen = _workers_seen()
+            if seen:
+                return {"ok": True, "names": seen, "error": ""}
+        return status or {"ok": None, "names": [], "error": ""}  # None: no answer yet
 
     return wait
+
+
+def _workers_seen() -> list[str]:
+    try:
+        return heartbeats.workers_seen()
+    except Exception:  # the cache (Redis) is down: the ping's answer says so
+        return []
 
 
 def workers_status() -> dict:

@@ -271,3 +271,35 @@ def test_readyz_is_ready_with_database_broker_and_a_worker(worker, wait_until):
     body = Client().get("/readyz").json()
     assert body["checks"] == {"database": "ok", "broker": "ok", "worker": "ok"}
     assert body["workers"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_counts_a_worker_too_busy_to_answer_a_ping_by_its_heartbeat(
+    worker, wait_until, monkeypatch
+):
+    """Under load a worker's reply to the ping came after the half second it waits, and the
+    overview and /readyz said no worker was running: its heartbeat says it is."""
+    import time
+
+    from django.core.cache import cache
+
+    from dedup.services import heartbeats
+    from webui import overview
+
+    cache.clear()
+    wait_until(heartbeats.workers_seen, timeout=30, message="the worker's heartbeat")
+    [name] = heartbeats.workers_seen()
+
+    class Late:
+        def ping(self):
+            return None  # what inspect().ping() gives when no reply came in time
+
+    monkeypatch.setattr("dedup.celery.app.control.inspect", lambda **kwargs: Late())
+    cache.delete_many([overview.WORKERS_CACHE_KEY, overview.WORKERS_CACHE_KEY + ":last"])
+    response = Client().get("/readyz")
+    assert response.status_code == 200, response.json()
+    assert response.json()["checks"]["worker"] == "ok"
+    assert response.json()["workers"] == [name]
+    # A heartbeat older than SEEN_SECONDS no longer counts (a worker that died).
+    later = time.time() + heartbeats.SEEN_SECONDS + 1
+    assert heartbeats.workers_seen(now=later) == []

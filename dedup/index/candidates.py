@@ -30,7 +30,11 @@ def candidates_find(
     """Return the articles within distance k of the fingerprint or sharing a passage key
     (`counted`: as candidates_find_many)."""
     return candidates_find_many(
-        queries=[(exclude, features)], version=version, plan=plan, k=k, since=since,
+        queries=[(exclude, features)],
+        version=version,
+        plan=plan,
+        k=k,
+        since=since,
         counted=counted,
     )[0]
 

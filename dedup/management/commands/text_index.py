@@ -33,9 +33,7 @@ class Command(BaseCommand):
             elif create:
                 self.stdout.write("Building the text index (concurrently)...")
                 cursor.execute(INDEXES.index_create_sql(NAME))
-            cursor.execute(
-                "SELECT pg_size_pretty(pg_relation_size(to_regclass(%s)))", [NAME]
-            )
+            cursor.execute("SELECT pg_size_pretty(pg_relation_size(to_regclass(%s)))", [NAME])
             [(size,)] = cursor.fetchall()
         if size is None:
             self.stdout.write(

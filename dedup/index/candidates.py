@@ -1,5 +1,8 @@
 """Finding candidates: the stored articles within distance k of a fingerprint (its bucket in
-every table of the plan) or sharing one of its passage keys, boilerplate keys left out."""
+every table of the plan) or sharing one of its passage keys, boilerplate keys left out: a key
+held by more than MAX_PASSAGE_OWNERS articles finds, where it is not boilerplate in the
+article asking (a story reposted by the dozen), the POPULAR_HOLDERS holders before it
+(dedup.engine.popular, as Detector.candidates)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import numpy as np
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine.plan import Plan
-from dedup.engine.verify import MAX_PASSAGE_OWNERS, Features
+from dedup.engine.verify import MAX_PASSAGE_OWNERS, POPULAR_HOLDERS, Features, popular_asks
 from dedup.index.caches import features_lock, hot_keys
 from dedup.index.segments import PgSegmentIndex
 from dedup.models import Article
@@ -50,10 +53,12 @@ def candidates_find_many(
         for i, article_id in _near_fingerprints(with_value, version, plan, k):
             found[i].add(article_id)
     keys = [f.passage_keys.view(np.int64).tolist() for _, f in queries]
-    owners = _passage_owners(sorted({key for some in keys for key in some}), version)
+    owners, hot = _passage_owners(sorted({key for some in keys for key in some}), version)
     for i, some in enumerate(keys):
         for key in some:
             found[i].update(owners.get(key, ()))
+    for i, article_id in _popular_holders(queries, keys, owners, hot, version):
+        found[i].add(article_id)
     for (exclude, _), some in zip(queries, found, strict=True):
         some.discard(exclude)
     if since is not None:
@@ -69,23 +74,26 @@ def candidates_find_many(
     return found
 
 
-# Passage keys found to be boilerplate, per worker process (caches.hot_keys): (version, key)
-# -> when. A key only gains owners, except when the retention window prunes them: an entry is
-# trusted for HOT_KEY_SECONDS. Most passages of a site's pages are its boilerplate, looked up
-# again and again.
+# Passage keys held by more than MAX_PASSAGE_OWNERS articles (boilerplate, or a popular
+# story's), per worker process (caches.hot_keys): (version, key) -> when. A key only gains
+# owners, except when the retention window prunes them: an entry is trusted for
+# HOT_KEY_SECONDS. Most passages of a site's pages are its boilerplate, looked up again and
+# again.
 HOT_KEYS_CACHED = 500_000
 HOT_KEY_SECONDS = 600.0
 
 
-def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
-    """Return the articles holding each passage key; a key held by more than
-    MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and is left out."""
+def _passage_owners(keys: list[int], version: str) -> tuple[dict[int, list[int]], set[int]]:
+    """Return the articles holding each passage key, and the keys held by more than
+    MAX_PASSAGE_OWNERS articles (boilerplate or popular), left out of the first."""
     now = time.monotonic()
     with features_lock:
         seen = [hot_keys.get((version, key)) for key in keys]
-    keys = [k for k, at in zip(keys, seen, strict=True) if at is None or now - at > HOT_KEY_SECONDS]
+    fresh = [at is not None and now - at <= HOT_KEY_SECONDS for at in seen]
+    known = {k for k, yes in zip(keys, fresh, strict=True) if yes}
+    keys = [k for k in keys if k not in known]
     if not keys:
-        return {}
+        return {}, known
     limit = MAX_PASSAGE_OWNERS + 1
     owners: dict[int, list[int]] = {}
     # Each key's first owners, in one statement: a boilerplate key stops at limit rows.
@@ -113,7 +121,63 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
             if len(hot_keys) + len(hot) > HOT_KEYS_CACHED:
                 hot_keys.clear()
             hot_keys.update(dict.fromkeys([(version, key) for key in hot], now))
-    return {key: ids for key, ids in owners.items() if len(ids) < limit}
+    return {key: ids for key, ids in owners.items() if len(ids) < limit}, known.union(hot)
+
+
+def _popular_holders(
+    queries: Sequence[tuple[int | None, Features]],
+    keys: list[list[int]],
+    owners: dict[int, list[int]],
+    hot: set[int],
+    version: str,
+) -> list[tuple[int, int]]:
+    """Return (query number, article) for the POPULAR_HOLDERS holders before each query
+    (by id; the latest, for a text not stored) of its keys held by more than
+    MAX_PASSAGE_OWNERS articles that are not boilerplate in it; a key's holders are counted
+    as verification counts them (dedup.index.boilerplate)."""
+    from dedup.index.boilerplate import StoredOwners  # boilerplate imports this module
+
+    asking = [i for i, some in enumerate(keys) if hot.intersection(some)]
+    if not asking:
+        return []
+    counts = StoredOwners(version)  # the others' counts are known: at most the limit
+    for i in asking:
+        for key in keys[i]:
+            if key not in hot:
+                counts.counts[key] = max(len(owners.get(key, ())), 1)
+    wanted = []
+    for i in asking:
+        exclude, features = queries[i]
+        asks = popular_asks(features, counts(features.passage_keys))
+        before = _LAST_ID if exclude is None else exclude
+        wanted += [(i, key, before) for key in {keys[i][p] for p in np.flatnonzero(asks)}]
+    if not wanted:
+        return []
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT q.n, p.article_id
+            FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS q(n, key, before)
+            CROSS JOIN LATERAL (
+                SELECT DISTINCT article_id FROM dedup_passagekey
+                WHERE version = %s AND key = q.key AND article_id < q.before
+                ORDER BY article_id DESC
+                LIMIT %s
+            ) AS p
+            """,
+            [
+                int_array([i for i, _, _ in wanted]),
+                int_array([key for _, key, _ in wanted]),
+                int_array([before for _, _, before in wanted]),
+                version,
+                POPULAR_HOLDERS,
+            ],
+            binary=True,
+        )
+        return cursor.fetchall()
+
+
+_LAST_ID = (1 << 63) - 1
 
 
 def _near_fingerprints(

@@ -57,6 +57,7 @@ from dedup.engine.popular import (  # noqa: F401 (callers import them from here 
     MAX_PASSAGE_OWNERS,
     MAX_POPULAR_OWNERS,
     POPULAR_HOLDERS,
+    POPULAR_PASSAGES,
     popular_asks,
     popular_pairs,
 )
@@ -186,9 +187,9 @@ class Detector:
         self, features: list[Features], owners: PassageOwners | None = None
     ) -> np.ndarray:
         """Return candidate pairs (a < b) from article and passage fingerprints: (m, 2).
-        A passage key held by more than MAX_PASSAGE_OWNERS articles pairs each holder where
-        it is not boilerplate with the holders before it (dedup.engine.popular); `owners`
-        counts the holders (default: these articles)."""
+        A passage key held by more than MAX_PASSAGE_OWNERS articles pairs each story holder
+        (where it is not boilerplate) with the story holders before it (dedup.engine.popular);
+        `owners` counts the holders (default: these articles)."""
         found = [np.empty((0, 2), np.int64)]
         with_fp = np.array([i for i, f in enumerate(features) if f.fingerprint is not None])
         if len(with_fp) > 1:

@@ -1,7 +1,7 @@
 """Finding candidates: the stored articles within distance k of a fingerprint (its bucket in
 every table of the plan) or sharing one of its passage keys, boilerplate keys left out: a key
-held by more than MAX_PASSAGE_OWNERS articles finds, where it is not boilerplate in the
-article asking (a story reposted by the dozen), the POPULAR_HOLDERS holders before it
+held by more than MAX_PASSAGE_OWNERS articles finds, where the article asking is a story
+holder of it (a story reposted by the dozen), the POPULAR_HOLDERS story holders before it
 (dedup.engine.popular, as Detector.candidates)."""
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ import numpy as np
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine.plan import Plan
-from dedup.engine.verify import MAX_PASSAGE_OWNERS, POPULAR_HOLDERS, Features, popular_asks
+from dedup.engine.verify import (
+    MAX_PASSAGE_OWNERS,
+    MAX_POPULAR_OWNERS,
+    POPULAR_HOLDERS,
+    POPULAR_PASSAGES,
+    Features,
+    popular_asks,
+)
 from dedup.index.caches import features_lock, hot_keys
 from dedup.index.segments import PgSegmentIndex
 from dedup.models import Article
@@ -131,13 +138,16 @@ def _popular_holders(
     hot: set[int],
     version: str,
 ) -> list[tuple[int, int]]:
-    """Return (query number, article) for the POPULAR_HOLDERS holders before each query
-    (by id; the latest, for a text not stored) of its keys held by more than
-    MAX_PASSAGE_OWNERS articles that are not boilerplate in it; a key's holders are counted
-    as verification counts them (dedup.index.boilerplate)."""
+    """Return (query number, article) for the POPULAR_HOLDERS story holders before each
+    query (by id; the latest, for a text not stored) of each key held by more than
+    MAX_PASSAGE_OWNERS articles that the query is a story holder of (dedup.engine.popular);
+    keys' holders counted as verification counts them (dedup.index.boilerplate)."""
     from dedup.index.boilerplate import StoredOwners  # boilerplate imports this module
+    from dedup.index.duplicates import features_load
 
-    asking = [i for i, some in enumerate(keys) if hot.intersection(some)]
+    asking = [
+        i for i, some in enumerate(keys) if len(some) >= POPULAR_PASSAGES and hot.intersection(some)
+    ]
     if not asking:
         return []
     counts = StoredOwners(version)  # the others' counts are known: at most the limit
@@ -145,6 +155,7 @@ def _popular_holders(
         for key in keys[i]:
             if key not in hot:
                 counts.counts[key] = max(len(owners.get(key, ())), 1)
+    counts.prefetch(queries[i][1].passage_keys for i in asking)  # one statement for them all
     wanted = []
     for i in asking:
         exclude, features = queries[i]
@@ -153,10 +164,12 @@ def _popular_holders(
         wanted += [(i, key, before) for key in {keys[i][p] for p in np.flatnonzero(asks)}]
     if not wanted:
         return []
+    # Every holder before the query (a popular key has fewer than MAX_POPULAR_OWNERS), the
+    # latest first; then which of them are story holders of the key, from their features.
     with pg_cursor() as cursor:
         cursor.execute(
             """
-            SELECT q.n, p.article_id
+            SELECT q.n, q.key, p.article_id
             FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS q(n, key, before)
             CROSS JOIN LATERAL (
                 SELECT DISTINCT article_id FROM dedup_passagekey
@@ -170,11 +183,24 @@ def _popular_holders(
                 int_array([key for _, key, _ in wanted]),
                 int_array([before for _, _, before in wanted]),
                 version,
-                POPULAR_HOLDERS,
+                MAX_POPULAR_OWNERS,
             ],
             binary=True,
         )
-        return cursor.fetchall()
+        rows = cursor.fetchall()
+    stored = features_load(article_ids={article_id for _, _, article_id in rows}, version=version)
+    stored = {a: f for a, f in stored.items() if len(f.passage_keys) >= POPULAR_PASSAGES}
+    counts.prefetch(f.passage_keys for f in stored.values())
+    story = {
+        a: set(f.passage_keys[popular_asks(f, counts(f.passage_keys))].view(np.int64).tolist())
+        for a, f in stored.items()
+    }
+    found, taken = [], {}
+    for n, key, article_id in sorted(rows, key=lambda row: (row[0], row[1], -row[2])):
+        if key in story.get(article_id, ()) and taken.get((n, key), 0) < POPULAR_HOLDERS:
+            taken[n, key] = taken.get((n, key), 0) + 1
+            found.append((n, article_id))
+    return found
 
 
 _LAST_ID = (1 << 63) - 1

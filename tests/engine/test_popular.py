@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import dedup.engine.popular as popular
+import dedup.engine.verify as verify
 from dedup.engine.graph import components
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, POPULAR_HOLDERS, Detector
 from tests.texts import FOOTER, reposted, stranger
@@ -50,3 +52,7 @@ def test_a_footer_under_many_articles_still_finds_no_candidates(detector, family
     pages = [detector.features(stranger(400 + i, 8) + FOOTER) for i in range(60)]
     features = family + pages
     assert not [(a, b) for a, b in detector.candidates(features).tolist() if b >= len(family)]
+
+
+def test_a_story_holder_is_as_long_as_a_text_verification_calls_short():
+    assert popular.POPULAR_LENGTH == verify.SHORT

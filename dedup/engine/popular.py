@@ -3,14 +3,17 @@
 A passage key held by at most MAX_PASSAGE_OWNERS articles makes every two of them a
 candidate pair. One held by more is either boilerplate (a footer, a menu, a template's fixed
 sentence) or the text of a popular story, and only an article holding it can tell which, by
-the rule verification uses (dedup.engine.boilerplate): it is boilerplate in an article whose
-own text is held by far fewer. A *story holder* of a key is an article in which the key is
-popular and not boilerplate, with at least POPULAR_PASSAGES passages and SHORT characters
-(in a short notice or a one-passage text the popular passage is all there is to tell its
-own text by: a template's). Each story holder pairs with the POPULAR_HOLDERS story holders
-of the key just before it (by position, or by id in the service): each copy of a story
-meets the copies before it, so they join one cluster however many there are, at a bounded
-cost. A key held by MAX_POPULAR_OWNERS or more finds nothing.
+how many hold the article's own text (dedup.engine.boilerplate.own_holders): in one of fifty
+copies of a story, the story's passages are held by about as many as its own text. A *story
+holder* of a key is an article of at least POPULAR_PASSAGES passages and POPULAR_LENGTH
+characters whose own text is held by more than 1 / POPULAR_RATIO as many as the key (in a
+short notice or a one-passage text the popular passage is all there is to tell its own text
+by: a template's; in two answers of a Q&A site sharing a few sentences, the sentences are
+held by both families, twice as many as either). Each story holder pairs with the
+POPULAR_HOLDERS story holders of the key just before it (by position, or by id in the
+service): each copy of a story meets the copies before it, so they join one cluster however
+many there are, at a bounded cost. A key held by MAX_POPULAR_OWNERS or more finds nothing.
+Measured on bench.trusted's templated corpus and bench.detection's (docs/design.md).
 
 The same rule in the three places that find candidates: Detector.candidates, the service
 (dedup.index.candidates) and the Spark job (dedup.spark.job).
@@ -22,16 +25,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dedup.engine.boilerplate import PassageOwners, boilerplate_passages
+from dedup.engine.boilerplate import PassageOwners, own_holders
 from dedup.engine.features import Features
 
-# Passages held by more articles than this are boilerplate or popular: each article holding
-# one pairs only with the story holders just before it, and only where it is one.
+# Passages held by more articles than this are boilerplate or popular: an article holding one
+# pairs only with the story holders just before it, and only where it is one.
 MAX_PASSAGE_OWNERS = 20
 POPULAR_HOLDERS = 20
 # Held by this many or more (dedup.index.boilerplate counts no further): boilerplate anyway.
 MAX_POPULAR_OWNERS = 256
 POPULAR_PASSAGES = 4
+POPULAR_RATIO = 1.5  # verification's boilerplate is 3 times: held by both of two families
 POPULAR_LENGTH = 140  # verify.SHORT: a shorter text is near at a lower similarity
 
 
@@ -43,7 +47,8 @@ def popular_asks(features: Features, owners: np.ndarray) -> np.ndarray:
         return np.zeros(len(owners), bool)
     if not popular.any():
         return popular
-    return popular & ~boilerplate_passages(features, owners)
+    own = own_holders(features, owners)
+    return popular & (owners < POPULAR_RATIO * own)
 
 
 def popular_pairs(features: Sequence[Features], owners: PassageOwners) -> np.ndarray:

@@ -57,6 +57,7 @@ from dedup.engine.popular import (  # noqa: F401 (callers import them from here 
     MAX_PASSAGE_OWNERS,
     MAX_POPULAR_OWNERS,
     POPULAR_HOLDERS,
+    POPULAR_LENGTH,
     POPULAR_PASSAGES,
     popular_asks,
     popular_pairs,

@@ -18,6 +18,7 @@ from dedup.engine.verify import (
     MAX_PASSAGE_OWNERS,
     MAX_POPULAR_OWNERS,
     POPULAR_HOLDERS,
+    POPULAR_LENGTH,
     POPULAR_PASSAGES,
     Features,
     popular_asks,
@@ -146,7 +147,11 @@ def _popular_holders(
     from dedup.index.duplicates import features_load
 
     asking = [
-        i for i, some in enumerate(keys) if len(some) >= POPULAR_PASSAGES and hot.intersection(some)
+        i
+        for i, some in enumerate(keys)
+        if len(some) >= POPULAR_PASSAGES
+        and queries[i][1].length >= POPULAR_LENGTH
+        and hot.intersection(some)
     ]
     if not asking:
         return []
@@ -189,7 +194,11 @@ def _popular_holders(
         )
         rows = cursor.fetchall()
     stored = features_load(article_ids={article_id for _, _, article_id in rows}, version=version)
-    stored = {a: f for a, f in stored.items() if len(f.passage_keys) >= POPULAR_PASSAGES}
+    stored = {
+        a: f
+        for a, f in stored.items()
+        if len(f.passage_keys) >= POPULAR_PASSAGES and f.length >= POPULAR_LENGTH
+    }
     counts.prefetch(f.passage_keys for f in stored.values())
     story = {
         a: set(f.passage_keys[popular_asks(f, counts(f.passage_keys))].view(np.int64).tolist())

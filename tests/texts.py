@@ -39,3 +39,27 @@ def stranger(seed: int, sentences: int = 6) -> str:
         "".join(rng.choice(_CHARACTERS) for _ in range(rng.randint(20, 36))) + "。"
         for _ in range(sentences)
     )
+
+
+FOOTER = (
+    "本网站所刊登的各种新闻、信息和各种专题专栏资料，均为本网站版权所有，未经协议授权禁止下载"
+    "使用。联系电话：010-12345678，电子邮件：service@example.com。"
+)
+
+
+def reposted(copies: int = 50, seed: int = 7) -> list[str]:
+    """Return a popular story of 12 sentences, then `copies` reposts of it, each with two
+    sentences of its own (near copies, their fingerprints mostly farther apart than k), then
+    five pages with a repost inside (partial copies)."""
+    rng = random.Random(seed)
+    story = stranger(seed, 12).split("。")[:-1]
+    texts = ["。".join(story) + "。"]
+    for i in range(copies):
+        sentences = list(story)
+        for at in rng.sample(range(len(story)), 2):
+            sentences[at] = stranger(1000 * seed + 20 * i + at, 1)[:-1]
+        texts.append("。".join(sentences) + "。")
+    for i in range(5):
+        inside = texts[rng.randrange(1, len(texts))]
+        texts.append(stranger(5000 + i, 6) + inside + stranger(6000 + i, 6))
+    return texts

@@ -46,8 +46,13 @@ def boilerplate_passages(features: Features, owners: np.ndarray) -> np.ndarray:
     sentence of its own, still has the story for its text."""
     if not len(owners):
         return np.zeros(0, bool)
-    own = _weighted_quantile(owners, features.passage_sizes, BOILERPLATE_LEVEL)
-    return owners >= max(BOILERPLATE_OWNERS, BOILERPLATE_RATIO * own)
+    return owners >= max(BOILERPLATE_OWNERS, BOILERPLATE_RATIO * own_holders(features, owners))
+
+
+def own_holders(features: Features, owners: np.ndarray) -> int:
+    """Return how many articles hold an article's own text: as many as hold its passages at
+    the BOILERPLATE_LEVEL quantile, by shingles (`owners` in passage order, not empty)."""
+    return _weighted_quantile(owners, features.passage_sizes, BOILERPLATE_LEVEL)
 
 
 def held_mask(keys: np.ndarray, held: list[int]) -> np.ndarray:

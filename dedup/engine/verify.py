@@ -53,6 +53,15 @@ from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
 from dedup.engine.merge import partial_passages, shared_count, shared_counts
 from dedup.engine.pairs import pairs, pairs_within_runs
+from dedup.engine.popular import (  # noqa: F401 (callers import them from here too)
+    MAX_PASSAGE_OWNERS,
+    MAX_POPULAR_OWNERS,
+    POPULAR_HOLDERS,
+    POPULAR_LENGTH,
+    POPULAR_PASSAGES,
+    popular_asks,
+    popular_pairs,
+)
 from dedup.engine.text import junk_share, normalise, strip_html, without_mail_headers
 
 # Sentence ends are marked before normalising (_SENTENCE_MARK), so passages can be cut there.
@@ -64,9 +73,6 @@ _LINE_END = re.compile(r"[^\S\n]+\n")  # white space before a line break
 # Marked after a sentence end: " \n" (normalised text has no space before a line break
 # otherwise), so that sentences, lines and paragraphs can be told apart (passage_lines).
 _SENTENCE_MARK = " \n"
-# Passages shared by more articles than this are boilerplate (navigation, footers): not used
-# to find candidates, so that one template cannot make every page a candidate of every other.
-MAX_PASSAGE_OWNERS = 20
 # A pair whose shorter article has fewer characters than this (normalised, separators left
 # out) is near at a lower Jaccard (`near_short`): one changed sentence of a 100-character text
 # changes a third of its shingles. Measured on the detection corpus (docs/benchmarks.md).
@@ -178,8 +184,13 @@ class Detector:
 
     # --- matching ---------------------------------------------------------------------------
 
-    def candidates(self, features: list[Features]) -> np.ndarray:
-        """Return candidate pairs (a < b) from article and passage fingerprints: (m, 2)."""
+    def candidates(
+        self, features: list[Features], owners: PassageOwners | None = None
+    ) -> np.ndarray:
+        """Return candidate pairs (a < b) from article and passage fingerprints: (m, 2).
+        A passage key held by more than MAX_PASSAGE_OWNERS articles pairs each story holder
+        (where it is not boilerplate) with the story holders before it (dedup.engine.popular);
+        `owners` counts the holders (default: these articles)."""
         found = [np.empty((0, 2), np.int64)]
         with_fp = np.array([i for i, f in enumerate(features) if f.fingerprint is not None])
         if len(with_fp) > 1:
@@ -188,18 +199,21 @@ class Detector:
             found.append(np.stack([with_fp[near.a], with_fp[near.b]], axis=1))
         values = np.concatenate([f.passage_keys for f in features] or [[]]).astype(np.uint64)
         if len(values) > 1:
-            owners = np.repeat(np.arange(len(features)), [len(f.passage_keys) for f in features])
+            holder = np.repeat(np.arange(len(features)), [len(f.passage_keys) for f in features])
             # Articles holding one passage key: runs of it, once sorted. A key in many
-            # articles is boilerplate (a menu, a footer) and finds nothing worth finding.
+            # articles is boilerplate (a menu, a footer) or a popular story's: see below.
             order = np.argsort(values, kind="stable")
             values = values[order]
             starts = np.flatnonzero(np.diff(values, prepend=~values[:1]))
             counts = np.diff(starts, append=len(values))
             useful = (counts > 1) & (counts <= MAX_PASSAGE_OWNERS)
             i, j = pairs_within_runs(starts[useful], counts[useful])
-            a, b = owners[order[i]], owners[order[j]]
+            a, b = holder[order[i]], holder[order[j]]
             other = a != b
             found.append(np.stack([np.minimum(a, b)[other], np.maximum(a, b)[other]], axis=1))
+            if (counts > MAX_PASSAGE_OWNERS).any():
+                owners = owners if owners is not None else passage_owners_of(features)
+                found.append(popular_pairs(features, owners))
         both = np.concatenate(found)
         # Each pair once, sorted: as one integer each (a row-wise unique is many times slower).
         unique = np.unique(both[:, 0] * len(features) + both[:, 1])
@@ -349,8 +363,8 @@ class Detector:
     def duplicates(self, features: list[Features]) -> list[Duplicate]:
         """Return every verified duplicate pair among the articles, each once, in order;
         boilerplate is learned from these articles' passages."""
-        owners = Boilerplate(passage_owners_of(features))
-        return self.verify(features, self.candidates(features), owners)
+        owners = passage_owners_of(features)
+        return self.verify(features, self.candidates(features, owners), Boilerplate(owners))
 
     def verify(
         self,

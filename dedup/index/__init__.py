@@ -9,8 +9,9 @@ nothing twice.
 Candidates are read back in one query for the fingerprint's bucket in every table (one
 `key = ANY(array)`, the Hamming distance checked on the rows it returns: segments.
 PgSegmentIndex), and one for the passage keys, leaving out keys more than MAX_PASSAGE_OWNERS
-articles hold. They are verified on their stored features: an old article is never
-tokenised again.
+articles hold; such a key not boilerplate in the article asking (a popular story) finds the
+POPULAR_HOLDERS holders before it, in one more query (candidates._popular_holders). They
+are verified on their stored features: an old article is never tokenised again.
 
 The index lives in modules by responsibility: `current` (the settings in use, the Detector,
 the retention window), `segments` (the segment rows as an engine SegmentIndex,

@@ -21,8 +21,8 @@ features_lock = threading.Lock()  # guards every cache here
 
 sketch_cache: OrderedDict[tuple[str, int], tuple[int, np.ndarray]] = OrderedDict()
 
-# Passage keys found to be boilerplate, per worker process: (version, key) -> when (see
-# dedup.index.candidates, which sets how many and for how long).
+# Passage keys held by more than MAX_PASSAGE_OWNERS articles, per worker process: (version,
+# key) -> when (see dedup.index.candidates, which sets how many and for how long).
 hot_keys: dict[tuple[str, int], float] = {}
 # Passage keys whose owners reached boilerplate.OWNERS_COUNTED: (version, key) -> when.
 capped_keys: dict[tuple[str, int], float] = {}

@@ -1,5 +1,8 @@
 """Finding candidates: the stored articles within distance k of a fingerprint (its bucket in
-every table of the plan) or sharing one of its passage keys, boilerplate keys left out."""
+every table of the plan) or sharing one of its passage keys, boilerplate keys left out: a key
+held by more than MAX_PASSAGE_OWNERS articles finds, where the article asking is a story
+holder of it (a story reposted by the dozen), the POPULAR_HOLDERS story holders before it
+(dedup.engine.popular, as Detector.candidates)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,15 @@ import numpy as np
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine.plan import Plan
-from dedup.engine.verify import MAX_PASSAGE_OWNERS, Features
+from dedup.engine.verify import (
+    MAX_PASSAGE_OWNERS,
+    MAX_POPULAR_OWNERS,
+    POPULAR_HOLDERS,
+    POPULAR_LENGTH,
+    POPULAR_PASSAGES,
+    Features,
+    popular_asks,
+)
 from dedup.index.caches import features_lock, hot_keys
 from dedup.index.segments import PgSegmentIndex
 from dedup.models import Article
@@ -60,12 +71,14 @@ def candidates_find_many(
         for i, article_id in _near_fingerprints(with_value, version, plan, k):
             found[i].add(article_id)
     keys = [f.passage_keys.view(np.int64).tolist() for _, f in queries]
-    owners = _passage_owners(sorted({key for some in keys for key in some}), version)
+    owners, hot = _passage_owners(sorted({key for some in keys for key in some}), version)
     if counted is not None:  # an article holds its own keys: at least 1 (as StoredOwners)
         counted.update((key, max(len(ids), 1)) for key, ids in owners.items())
     for i, some in enumerate(keys):
         for key in some:
             found[i].update(owners.get(key, ()))
+    for i, article_id in _popular_holders(queries, keys, owners, hot, version):
+        found[i].add(article_id)
     for (exclude, _), some in zip(queries, found, strict=True):
         some.discard(exclude)
     if since is not None:
@@ -81,23 +94,26 @@ def candidates_find_many(
     return found
 
 
-# Passage keys found to be boilerplate, per worker process (caches.hot_keys): (version, key)
-# -> when. A key only gains owners, except when the retention window prunes them: an entry is
-# trusted for HOT_KEY_SECONDS. Most passages of a site's pages are its boilerplate, looked up
-# again and again.
+# Passage keys held by more than MAX_PASSAGE_OWNERS articles (boilerplate, or a popular
+# story's), per worker process (caches.hot_keys): (version, key) -> when. A key only gains
+# owners, except when the retention window prunes them: an entry is trusted for
+# HOT_KEY_SECONDS. Most passages of a site's pages are its boilerplate, looked up again and
+# again.
 HOT_KEYS_CACHED = 500_000
 HOT_KEY_SECONDS = 600.0
 
 
-def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
-    """Return the articles holding each passage key; a key held by more than
-    MAX_PASSAGE_OWNERS articles (a footer, a menu) is boilerplate and is left out."""
+def _passage_owners(keys: list[int], version: str) -> tuple[dict[int, list[int]], set[int]]:
+    """Return the articles holding each passage key, and the keys held by more than
+    MAX_PASSAGE_OWNERS articles (boilerplate or popular), left out of the first."""
     now = time.monotonic()
     with features_lock:
         seen = [hot_keys.get((version, key)) for key in keys]
-    keys = [k for k, at in zip(keys, seen, strict=True) if at is None or now - at > HOT_KEY_SECONDS]
+    fresh = [at is not None and now - at <= HOT_KEY_SECONDS for at in seen]
+    known = {k for k, yes in zip(keys, fresh, strict=True) if yes}
+    keys = [k for k in keys if k not in known]
     if not keys:
-        return {}
+        return {}, known
     limit = MAX_PASSAGE_OWNERS + 1
     owners: dict[int, list[int]] = {key: [] for key in keys}  # none: a text being checked
     # Each key's first owners, in one statement: a boilerplate key stops at limit rows.
@@ -125,7 +141,101 @@ def _passage_owners(keys: list[int], version: str) -> dict[int, list[int]]:
             if len(hot_keys) + len(hot) > HOT_KEYS_CACHED:
                 hot_keys.clear()
             hot_keys.update(dict.fromkeys([(version, key) for key in hot], now))
-    return {key: ids for key, ids in owners.items() if len(ids) < limit}
+    return {key: ids for key, ids in owners.items() if len(ids) < limit}, known.union(hot)
+
+
+def _popular_holders(
+    queries: Sequence[tuple[int | None, Features]],
+    keys: list[list[int]],
+    owners: dict[int, list[int]],
+    hot: set[int],
+    version: str,
+) -> list[tuple[int, int]]:
+    """Return (query number, article) for the POPULAR_HOLDERS story holders before each
+    query (by id; the latest, for a text not stored) of each key held by more than
+    MAX_PASSAGE_OWNERS articles that the query is a story holder of (dedup.engine.popular);
+    keys' holders counted as verification counts them (dedup.index.boilerplate)."""
+    from dedup.index.boilerplate import StoredOwners  # boilerplate imports this module
+
+    asking = [
+        i
+        for i, some in enumerate(keys)
+        if len(some) >= POPULAR_PASSAGES
+        and queries[i][1].length >= POPULAR_LENGTH
+        and hot.intersection(some)
+    ]
+    if not asking:
+        return []
+    counts = StoredOwners(version)  # the others' counts are known: at most the limit
+    for i in asking:
+        for key in keys[i]:
+            if key not in hot:
+                counts.counts[key] = max(len(owners.get(key, ())), 1)
+    counts.prefetch(queries[i][1].passage_keys for i in asking)  # one statement for them all
+    wanted = []
+    for i in asking:
+        exclude, features = queries[i]
+        asks = popular_asks(features, counts(features.passage_keys))
+        before = _LAST_ID if exclude is None else exclude
+        wanted += [(i, key, before) for key in {keys[i][p] for p in np.flatnonzero(asks)}]
+    if not wanted:
+        return []
+    rows = _holders_before(wanted, version)
+    story = _story_keys({article_id for _, _, article_id in rows}, counts, version)
+    found, taken = [], {}
+    for n, key, article_id in sorted(rows, key=lambda row: (row[0], row[1], -row[2])):
+        if key in story.get(article_id, ()) and taken.get((n, key), 0) < POPULAR_HOLDERS:
+            taken[n, key] = taken.get((n, key), 0) + 1
+            found.append((n, article_id))
+    return found
+
+
+def _holders_before(wanted: list[tuple[int, int, int]], version: str) -> list[tuple]:
+    """Return (query number, key, article) for every holder of each (query number, key,
+    before) before `before` (a popular key has fewer than MAX_POPULAR_OWNERS), latest first."""
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT q.n, q.key, p.article_id
+            FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS q(n, key, before)
+            CROSS JOIN LATERAL (
+                SELECT DISTINCT article_id FROM dedup_passagekey
+                WHERE version = %s AND key = q.key AND article_id < q.before
+                ORDER BY article_id DESC
+                LIMIT %s
+            ) AS p
+            """,
+            [
+                int_array([i for i, _, _ in wanted]),
+                int_array([key for _, key, _ in wanted]),
+                int_array([before for _, _, before in wanted]),
+                version,
+                MAX_POPULAR_OWNERS,
+            ],
+            binary=True,
+        )
+        return cursor.fetchall()
+
+
+def _story_keys(article_ids: set[int], counts, version: str) -> dict[int, set[int]]:
+    """Return, for each of these stored articles that can be a story holder, the (signed)
+    keys it is a story holder of, from its features and its keys' holders (`counts`)."""
+    from dedup.index.duplicates import features_load  # duplicates imports this module
+
+    stored = features_load(article_ids=article_ids, version=version)
+    stored = {
+        a: f
+        for a, f in stored.items()
+        if len(f.passage_keys) >= POPULAR_PASSAGES and f.length >= POPULAR_LENGTH
+    }
+    counts.prefetch(f.passage_keys for f in stored.values())
+    return {
+        a: set(f.passage_keys[popular_asks(f, counts(f.passage_keys))].view(np.int64).tolist())
+        for a, f in stored.items()
+    }
+
+
+_LAST_ID = (1 << 63) - 1
 
 
 def _near_fingerprints(

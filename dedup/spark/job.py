@@ -7,8 +7,10 @@
 3. Per partition, the engine fingerprints each article and computes its features (one Detector
    per Python worker).
 4. Candidates, by shuffling: each distinct fingerprint as its (table, key) rows of the plan
-   (Plan.keys), a self-join on them within k_article; and each passage key held 2 to
-   MAX_PASSAGE_OWNERS times (as Detector.candidates: more is boilerplate).
+   (Plan.keys), a self-join on them within k_article; each passage key held 2 to
+   MAX_PASSAGE_OWNERS times; and each story holder of a key held by more (one where it is
+   not boilerplate) with the POPULAR_HOLDERS story holders before it (as
+   Detector.candidates, dedup.engine.popular).
 5. Boilerplate: how many articles hold each passage key, over the whole collection.
 6. Verification per partition with the engine (Detector.judge_many) on packed features.
 7. Pairs, their connected components (dedup.spark.components) and the rows to review, written
@@ -34,7 +36,12 @@ from pyspark.sql import types as T
 
 from dedup.engine import Config
 from dedup.engine.pairs import plan_for_pairs
-from dedup.engine.verify import MAX_PASSAGE_OWNERS, Detector
+from dedup.engine.verify import (
+    MAX_PASSAGE_OWNERS,
+    MAX_POPULAR_OWNERS,
+    POPULAR_HOLDERS,
+    Detector,
+)
 from dedup.spark import partitions
 from dedup.spark.output import output_write
 
@@ -163,8 +170,10 @@ def run(
     per_key = occurrences.groupBy("key").agg(
         F.count("*").alias("n"), F.countDistinct("pos").alias("owners")
     )
-    candidates = _fingerprint_candidates(spark, features, k, summary.articles).union(
-        _passage_candidates(occurrences, per_key)
+    candidates = (
+        _fingerprint_candidates(spark, features, k, summary.articles)
+        .union(_passage_candidates(occurrences, per_key))
+        .union(_popular_candidates(spark, occurrences, per_key, features))
     )
     candidates = candidates.distinct()
     if archive:
@@ -281,6 +290,41 @@ def _passage_candidates(occurrences: DataFrame, per_key: DataFrame) -> DataFrame
     return x.join(y, (F.col("x.key") == F.col("y.key")) & (F.col("x.pos") < F.col("y.pos"))).select(
         F.col("x.pos").alias("a"), F.col("y.pos").alias("b")
     )
+
+
+def _popular_candidates(
+    spark: SparkSession, occurrences: DataFrame, per_key: DataFrame, features: DataFrame
+) -> DataFrame:
+    """Return (a, b) of every story holder b of a key held by more than MAX_PASSAGE_OWNERS
+    articles (and fewer than MAX_POPULAR_OWNERS) and the POPULAR_HOLDERS story holders a of
+    it before b (dedup.engine.popular, as Detector.candidates)."""
+    popular = per_key.filter(
+        (F.col("owners") > MAX_PASSAGE_OWNERS) & (F.col("owners") < MAX_POPULAR_OWNERS)
+    ).select("key")
+    holders = occurrences.join(popular, "key").select("pos").distinct()
+    # Whether an article is a story holder of a key takes the owners of all its keys.
+    held = (
+        occurrences.join(holders, "pos", "left_semi")
+        .join(per_key.select("key", "owners"), "key")
+        .groupBy("pos")
+        .agg(F.collect_list(F.struct("key", "owners")).alias("held"))
+        .join(features.select("pos", "features"), "pos")
+        .select("pos", "features", "held")
+    )
+    story = spark.createDataFrame(
+        held.rdd.map(lambda r: (r[0], r[1], _pairs(r[2]))).mapPartitions(partitions.popular_keys),
+        T.StructType(
+            [T.StructField("key", T.LongType(), False), T.StructField("pos", T.LongType(), False)]
+        ),
+    )
+    story = story.withColumn("at", F.row_number().over(Window.partitionBy("key").orderBy("pos")))
+    x, y = story.alias("x"), story.alias("y")
+    return x.join(
+        y,
+        (F.col("x.key") == F.col("y.key"))
+        & (F.col("x.at") < F.col("y.at"))
+        & (F.col("x.at") >= F.col("y.at") - POPULAR_HOLDERS),
+    ).select(F.col("x.pos").alias("a"), F.col("y.pos").alias("b"))
 
 
 def _verify(spark, candidates, features, occurrences, per_key, config, settings) -> DataFrame:

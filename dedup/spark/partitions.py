@@ -18,7 +18,7 @@ from dedup.engine import Config
 from dedup.engine.features import Features
 from dedup.engine.plan import Plan
 from dedup.engine.records import BadRow, jsonl_object, record_of
-from dedup.engine.verify import Boilerplate, Detector
+from dedup.engine.verify import Boilerplate, Detector, popular_asks
 
 _detectors: dict[tuple, Detector] = {}
 
@@ -108,6 +108,17 @@ def verify(rows: Iterable[tuple], config: Config, settings: dict) -> Iterator[tu
         for d in found.judge_many(a, fa, others, owners):
             passages = [[int(p), int(q)] for p, q in d.shared_passages]
             yield d.a, d.b, d.kind, d.distance, float(d.similarity), d.shared_chars, passages
+
+
+def popular_keys(rows: Iterable[tuple]) -> Iterator[tuple[int, int]]:
+    """Yield (passage key, position) for each popular key an article is a story holder of
+    (dedup.engine.popular), given (position, features, owners of its keys as [(passage key,
+    articles holding it), ...]) of the articles holding one."""
+    for pos, packed, held in rows:
+        features = Features.from_bytes(packed)
+        asks = popular_asks(features, _owners(dict(held))(features.passage_keys))
+        keys = features.passage_keys[asks].view(np.int64)
+        yield from ((key, pos) for key in set(keys.tolist()))
 
 
 def _owners(held: dict[int, int]):

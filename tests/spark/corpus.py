@@ -1,5 +1,6 @@
 """A corpus with known copies for the Spark tests: near, partial and exact copies, a shared
-footer (boilerplate), integer and string ids, and a row the job must skip."""
+footer (boilerplate), a story reposted thirty times (its passages held by more than
+MAX_PASSAGE_OWNERS articles), integer and string ids, and a row the job must skip."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 from pathlib import Path
 
 from bench.corpus import build_corpus
-from tests.texts import stranger
+from tests.texts import reposted, stranger
 
 FOOTER = (
     "\n\n本网站所刊登的各种新闻、信息和各种专题专栏资料，均为本网站版权所有，"
@@ -28,6 +29,7 @@ def rows(per_band: int = 4, seed: int = 15) -> list[dict]:
     for i in range(25):  # strangers under one footer, some with integer ids
         ident = 9000 + i if i % 2 else f"footer-{i}"
         found.append({"id": ident, "text": stranger(1500 + i, 8) + FOOTER})
+    found += [{"id": f"story-{i}", "text": text} for i, text in enumerate(reposted(30))]
     rng.shuffle(found)
     found.insert(len(found) // 2, {"id": "no-text", "fingerprint": "00000000000000ff"})
     return found

@@ -66,6 +66,13 @@ def test_spark_pairs_equal_the_command_lines(both):
     assert found == expected  # distance, shared characters and passages too
 
 
+def test_spark_finds_every_repost_of_a_popular_story(both, corpus):
+    expected, output, _ = both
+    story = {row["id"] for row in corpus if str(row["id"]).startswith("story-")}
+    for pairs in (expected, _lines(output / "pairs.jsonl")):
+        assert len(story) == 36 and story <= {p[side] for p in pairs for side in ("a", "b")}
+
+
 def test_spark_clusters_are_the_connected_components_of_the_pairs(both, corpus):
     expected, output, _ = both
     order = {item["id"]: i for i, item in enumerate(corpus)}

@@ -1,0 +1,61 @@
+"""Copies of a popular story through the worker's service (services.articles_process): a
+passage held by more than MAX_PASSAGE_OWNERS articles still finds the copies where it is not
+boilerplate in the article asking, as Detector.candidates finds them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dedup import services
+from dedup.engine.graph import components
+from dedup.engine.verify import MAX_PASSAGE_OWNERS, POPULAR_HOLDERS, Detector
+from dedup.index import caches
+from dedup.models import Match
+from tests.texts import FOOTER, reposted, stranger
+
+pytestmark = pytest.mark.django_db
+
+
+def arrive(texts: list[str], chunk: int) -> list[int]:
+    """Store and process the texts as a feed brings them: `chunk` at a time, in order."""
+    ids = []
+    for start in range(0, len(texts), chunk):
+        some = texts[start : start + chunk]
+        rows = [{"title": f"t{start + i}", "body": t} for i, t in enumerate(some)]
+        some = [a.pk for a in services.articles_ingest(rows=rows)]
+        services.articles_process(article_ids=some)
+        ids += some
+    return ids
+
+
+def test_every_copy_of_a_story_reposted_fifty_times_is_matched():
+    family = reposted(50)
+    pages = [stranger(400 + i, 8) + FOOTER for i in range(3 * MAX_PASSAGE_OWNERS)]
+    texts = [t for pair in zip(family, pages, strict=False) for t in pair] + pages[len(family) :]
+    ids = arrive(texts, chunk=10)
+    position = {article_id: n for n, article_id in enumerate(ids)}
+    found = {
+        (position[a], position[b]): kind
+        for a, b, kind in Match.objects.values_list("a_id", "b_id", "kind")
+    }
+    mine = {texts.index(t) for t in family}
+    assert {x for pair in found for x in pair} == mine  # every copy, and no page of the footer
+    a, b = (np.array(side, np.int64) for side in zip(*found, strict=True))
+    assert len({components(len(texts), a, b)[x] for x in mine}) == 1
+    assert sum(kind == "partial" for kind in found.values()) >= 5
+    # The engine finds these pairs too, with the same verdicts.
+    detector = Detector()
+    expected = {
+        (d.a, d.b): d.kind for d in detector.duplicates([detector.features(t) for t in texts])
+    }
+    assert {pair: found.get(pair) for pair in expected} == expected
+
+
+def test_a_new_copy_checked_finds_the_latest_copies_before_it():
+    family = reposted(50)
+    ids = arrive(family[:-6], chunk=400)
+    caches.caches_clear()
+    answer = services.text_check(text=family[-6])
+    matched = {m["article"] for m in answer["matches"]}
+    assert matched <= set(ids) and set(ids[-POPULAR_HOLDERS:]) <= matched

@@ -17,8 +17,8 @@ class Command(BaseCommand):
         "Show whether the text's trigram index exists and its size; --drop removes it, "
         "--create builds it again (concurrently: writes go on). Without it, search by words "
         "in the text still works but reads every article's text; with it, each finished "
-        "article's trigrams are written once (about half a chunk's time on the pipeline "
-        "bench: docs/operations.md)."
+        "article's trigrams are written once (two thirds of the workers' time on the "
+        "pipeline bench at 100,000 articles: docs/benchmarks.md)."
     )
 
     def add_arguments(self, parser) -> None:

@@ -19,6 +19,8 @@ _UNSPACED = (
     "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003ffff"
 )
 _WORD = re.compile(rf"([^\W{_UNSPACED}]+)")
+# A number: a word of decimal digits alone ("2024" in "2024年", not "v2" or "mp3").
+_NUMBER = re.compile(rf"(?<![^\W{_UNSPACED}])\d+(?![^\W{_UNSPACED}])")
 _WORD_UNITS = 0x10FFFE - 0xF0000  # code points of planes 15 and 16, noncharacters aside
 _word_unit_cache: dict[str, str] = {}
 _WORD_UNITS_CACHED = 1 << 20
@@ -48,6 +50,11 @@ def as_units(normal: str) -> str:
         get = _word_unit_cache.get
         parts[1::2] = [get(w) or _word_unit(w) for w in parts[1::2]]
     return "".join(parts)
+
+
+def number_units(normal: str) -> list[int]:
+    """Return the code points (as in `as_units`) of the numbers of normalised text."""
+    return [ord(_word_unit(n)) for n in set(_NUMBER.findall(normal))]
 
 
 def kept_characters(normal: str) -> int:

@@ -14,8 +14,8 @@
 - a *passage key* per passage: the least 64-bit hash among its grams (a one-hash MinHash),
   equal for two copies of a passage, and for two edited copies as often as their shingles
   overlap;
-- its *facts*: the shingles of the grams that hold a number (a date, a score, a price, a
-  phone number), which a copy keeps and a template filled in again changes.
+- its *facts*: for each number (a date, a score, a price, a phone number), the shingles of
+  the grams that hold it, which a copy keeps and a template filled in again changes.
 
 A word becomes one unit by being written as one code point of the private-use planes (15 and
 16, which normalised text never holds: normalising turns them into separators), chosen by a
@@ -77,7 +77,7 @@ class Features:
     passage_keys: np.ndarray  # uint64, one per passage: its least 64-bit gram hash
     passage_sizes: np.ndarray  # distinct shingles first seen in each passage
     units: int = -1  # units (characters, or words of spaced scripts); -1: as many as length
-    # sorted distinct uint32: the shingles of grams that hold a number (see fact_shingles)
+    # uint32, GRAM per number in text order: the shingles of its grams (see fact_shingles)
     facts: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
 
     @property
@@ -256,21 +256,21 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
 
 
 def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
-    """Return the shingles (as in Features.shingles) of the grams that hold a number (one of
-    the code points `numbers`), from passage_lines' text: sorted distinct uint32. A gram
-    across two passages counts too."""
+    """Return, for each number (one of the code points `numbers`) of passage_lines' text, in
+    order, the shingles (as in Features.shingles) of the GRAM grams that hold it (0 where the
+    text ends first): uint32, GRAM per number. A gram across two passages counts too."""
     if not numbers:
         return np.empty(0, np.uint32)
     codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
     n = len(codes) - GRAM + 1
     if n <= 0:
         return np.empty(0, np.uint32)
-    number = np.isin(codes, np.array(numbers, np.uint32))
-    holds = number[:n].copy()
-    for at in range(1, GRAM):
-        holds |= number[at : n + at]
-    grams = _gram_hashes(codes, n)[holds]
-    return np.unique((grams >> np.uint64(32)).astype(np.uint32))
+    at = np.flatnonzero(np.isin(codes, np.array(numbers, np.uint32)))
+    shingles = np.append((_gram_hashes(codes, n) >> np.uint64(32)).astype(np.uint32), 0)
+    # The grams that hold the number at p start at p - GRAM + 1 .. p.
+    starts = at[:, None] + np.arange(1 - GRAM, 1)
+    starts[(starts < 0) | (starts >= n)] = n  # the 0 at the end
+    return shingles[starts].ravel()
 
 
 def _features_numpy(fingerprint: int | None, normal: str, characters: int) -> Features:

@@ -179,6 +179,7 @@ def test_a_filled_in_report_edited_keeping_its_facts_stays_near(detector, name, 
 
 
 def test_a_changelog_uploaded_again_with_a_new_version_and_date_stays_near(detector):
+    # The version line and the date change; the entry's other passages stay whole.
     entry = (
         "libsigsegv ({version}) unstable; urgency=medium\n\n"
         "  * Import patch from John Paul Adrian Glaubitz to fix build on sparc64\n"
@@ -186,7 +187,9 @@ def test_a_changelog_uploaded_again_with_a_new_version_and_date_stays_near(detec
         "  * Import patch from Helmut Grohne to Fix cross compilation for arm64\n"
         "    (Closes: #775050)\n"
         "  * Build with the hardening flags, run the test suite on every architecture\n"
-        "    and install the examples (Closes: #790112)\n\n"
+        "    and install the examples (Closes: #790112)\n"
+        "  * Use canonical Vcs-* URLs, bump the standards version to the current one and\n"
+        "    add the upstream signing key so that uscan can verify new tarballs\n\n"
         " -- Christoph Egger <christoph@debian.org>  {date}"
     )
     first = entry.format(version="2.10-5", date="Sun, 20 Mar 2016 11:22:55 +0100")

@@ -195,10 +195,13 @@ def test_pages_sharing_only_a_footer_are_no_duplicates(detector):
     assert detector.judge(0, 1, page, other) is None
 
 
-def test_facts_are_the_shingles_of_grams_that_hold_a_number(detector):
+def test_facts_are_the_shingles_of_the_grams_that_hold_each_number(detector):
     numbers = detector.features("中甲联赛第25轮，梅州客家队0比1青岛海牛队，2024年1月11日。")
-    assert len(numbers.facts) and np.isin(numbers.facts, numbers.shingles).all()
-    assert len(numbers.facts) < len(numbers.shingles)  # "梅州客家队" holds no number
+    grams = numbers.facts.reshape(-1, engine_features.GRAM)
+    assert len(grams) == 6  # 25, 0, 1, 2024, 1, 11: each number, in order
+    assert (grams[:-1] != 0).all() and (grams[-1, 2:] == 0).all()  # "11" ends the text
+    assert np.isin(grams[grams != 0], numbers.shingles).all()  # one passage: all shingles
+    assert (grams[1, 2:] == grams[2, :2]).all()  # "队0比1": two grams hold 0 and 1
     # A word with digits in it (a version, a format) is a word, not a number.
     words = detector.features("Build the v2 release of the mp3 encoder for arm64 and sparc64 now.")
     assert len(words.facts) == 0

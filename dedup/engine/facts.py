@@ -2,7 +2,7 @@
 number; `Features.facts`). A copy keeps them; a template filled in with other facts (a weather
 report, a match result, a notice) shares its words in every passage and few of its facts.
 Verification (dedup.engine.verify) asks, of the smaller article's passages that are mostly in
-the other, whether most of those that hold facts keep them, before it calls a pair near.
+the other, whether fewer than half change their facts, before it calls a pair near.
 """
 
 from __future__ import annotations

@@ -21,10 +21,13 @@ FACTS_CHANGED = 0.5
 FACTS_LEAST = 2
 
 
-def has_facts(fa: Features, fb: Features) -> bool:
-    """Tell whether the smaller article of a pair has facts enough to tell by."""
-    small = fa if len(fa.shingles) <= len(fb.shingles) else fb
-    return len(small.facts) >= FACTS_LEAST * GRAM
+def facts_may_change(fa: Features, fb: Features) -> bool:
+    """Tell whether the smaller article of a pair has numbers enough to tell by and some of
+    them not in the other (a copy keeps them all: no passages to look at)."""
+    small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
+    if len(small.facts) < FACTS_LEAST * GRAM:
+        return False
+    return not _in(small.facts.reshape(-1, GRAM), other.fact_set).any(axis=1).all()
 
 
 def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> bool:
@@ -47,8 +50,7 @@ def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> 
     inside = held[of]
     if np.count_nonzero(inside) < FACTS_LEAST:
         return True
-    theirs = np.unique(other.facts)
-    kept = _in(grams[placed][inside], theirs).any(axis=1)
+    kept = _in(grams[placed][inside], other.fact_set).any(axis=1)
     of = of[inside]
     count = np.bincount(of, minlength=len(held))
     kept = np.bincount(of, weights=kept, minlength=len(held))

@@ -91,6 +91,11 @@ class Features:
         return self.length / self.unit_count if self.unit_count else 1.0
 
     @cached_property
+    def fact_set(self) -> np.ndarray:
+        """Return the shingles of the grams that hold a number, sorted and distinct."""
+        return np.unique(self.facts[self.facts != 0])
+
+    @cached_property
     def half_passages(self) -> np.ndarray:
         """Return, per passage, how many of its shingles make most of it (at least one)."""
         return ((np.maximum(self.passage_sizes, 1) + 1) // 2).astype(np.uint32)
@@ -266,11 +271,18 @@ def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
     if n <= 0:
         return np.empty(0, np.uint32)
     at = np.flatnonzero(np.isin(codes, np.array(numbers, np.uint32)))
-    shingles = np.append((_gram_hashes(codes, n) >> np.uint64(32)).astype(np.uint32), 0)
-    # The grams that hold the number at p start at p - GRAM + 1 .. p.
-    starts = at[:, None] + np.arange(1 - GRAM, 1)
-    starts[(starts < 0) | (starts >= n)] = n  # the 0 at the end
-    return shingles[starts].ravel()
+    # The grams that hold the number at p start at p - GRAM + 1 .. p; hashed as in
+    # _gram_hashes, only those.
+    starts = (at[:, None] + np.arange(1 - GRAM, 1)).ravel()
+    outside = (starts < 0) | (starts >= n)
+    starts[outside] = 0
+    pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
+    grams = pairs_[starts + 2] * _PRIME_2
+    grams += pairs_[starts]
+    grams *= _PRIME
+    shingles = (grams >> np.uint64(32)).astype(np.uint32)
+    shingles[outside] = 0
+    return shingles
 
 
 def _features_numpy(fingerprint: int | None, normal: str, characters: int) -> Features:

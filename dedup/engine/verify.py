@@ -40,7 +40,7 @@ from dedup.engine.boilerplate import (  # noqa: F401 (callers import them from h
     passage_owners_of,
 )
 from dedup.engine.config import Config
-from dedup.engine.facts import facts_agree, has_facts
+from dedup.engine.facts import facts_agree, facts_may_change
 from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
     FEATURES_FORMAT,
     GRAM,
@@ -261,7 +261,7 @@ class Detector:
             # Shared passages say where a partial copy sits; a near copy shares (nearly) all
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
-            if kind == "partial" or similarity < NEAR_CLEAR or has_facts(fa, fb):
+            if kind == "partial" or similarity < NEAR_CLEAR or facts_may_change(fa, fb):
                 evidence = self._passage_evidence(fa, fb, kind, similarity, common)
                 if evidence is None:
                     continue

@@ -36,8 +36,8 @@ import numpy as np
 from dedup.engine import merge, native
 from dedup.engine.units import (  # noqa: F401 (callers')
     as_units,
+    as_units_and_numbers,
     kept_characters,
-    number_units,
     units_of,
 )
 
@@ -249,12 +249,13 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
     """Return an article's features from its passage-marked normalised text (see
     Detector.fingerprint_and_features)."""
     length = kept_characters(normal)
-    units = passage_lines(as_units(normal))
+    in_units, numbers = as_units_and_numbers(normal)
+    units = passage_lines(in_units)
     if merge.accelerated is not None:
         features = _features_native(fingerprint, units, length)
     else:
         features = _features_numpy(fingerprint, units, length)
-    facts = fact_shingles(units, number_units(normal))
+    facts = fact_shingles(units, numbers)
     if len(facts):
         object.__setattr__(features, "facts", facts)
     return features

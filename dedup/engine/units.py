@@ -19,8 +19,6 @@ _UNSPACED = (
     "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003ffff"
 )
 _WORD = re.compile(rf"([^\W{_UNSPACED}]+)")
-# A number: a word of decimal digits alone ("2024" in "2024年", not "v2" or "mp3").
-_NUMBER = re.compile(rf"(?<![^\W{_UNSPACED}])\d+(?![^\W{_UNSPACED}])")
 _WORD_UNITS = 0x10FFFE - 0xF0000  # code points of planes 15 and 16, noncharacters aside
 _word_unit_cache: dict[str, str] = {}
 _WORD_UNITS_CACHED = 1 << 20
@@ -52,9 +50,17 @@ def as_units(normal: str) -> str:
     return "".join(parts)
 
 
-def number_units(normal: str) -> list[int]:
-    """Return the code points (as in `as_units`) of the numbers of normalised text."""
-    return [ord(_word_unit(n)) for n in set(_NUMBER.findall(normal))]
+def as_units_and_numbers(normal: str) -> tuple[str, list[int]]:
+    """Return `as_units(normal)` and the code points in it of the numbers (words of decimal
+    digits alone: "2024" in "2024年", not "v2" or "mp3")."""
+    parts = _WORD.split(normal)
+    if len(parts) == 1:
+        return normal, []
+    words = parts[1::2]
+    get = _word_unit_cache.get
+    parts[1::2] = [get(w) or _word_unit(w) for w in words]
+    numbers = {unit for word, unit in zip(words, parts[1::2], strict=True) if word.isdecimal()}
+    return "".join(parts), [ord(unit) for unit in numbers]
 
 
 def kept_characters(normal: str) -> int:

@@ -7,9 +7,18 @@ the other, whether fewer than half change their facts, before it calls a pair ne
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from dedup.engine.features import GRAM, Features
+from dedup.engine import native
+
+if TYPE_CHECKING:
+    from dedup.engine.features import Features
+
+GRAM = native.GRAM
+PRIME = np.uint64(native.PRIME)  # the gram hash's multipliers (as features._gram_hashes)
+PRIME_2 = np.uint64(native.PRIME_2)
 
 # A number is kept when one of the grams that hold it is in the other article (an edit next
 # to it changes the grams on that side only); a passage keeps its facts when FACTS_KEPT of
@@ -66,3 +75,28 @@ def _in(values: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
         return np.zeros(values.shape, bool)
     at = np.minimum(np.searchsorted(sorted_values, values), len(sorted_values) - 1)
     return (sorted_values[at] == values) & (values != 0)
+
+
+def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
+    """Return, for each number (one of the code points `numbers`) of passage_lines' text, in
+    order, the shingles (as in Features.shingles) of the GRAM grams that hold it (0 where the
+    text ends first): uint32, GRAM per number. A gram across two passages counts too."""
+    if not numbers:
+        return np.empty(0, np.uint32)
+    codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
+    n = len(codes) - GRAM + 1
+    if n <= 0:
+        return np.empty(0, np.uint32)
+    at = np.flatnonzero(np.isin(codes, np.array(numbers, np.uint32)))
+    # The grams that hold the number at p start at p - GRAM + 1 .. p; hashed as in
+    # features._gram_hashes, only those.
+    starts = (at[:, None] + np.arange(1 - GRAM, 1)).ravel()
+    outside = (starts < 0) | (starts >= n)
+    starts[outside] = 0
+    pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
+    grams = pairs_[starts + 2] * PRIME_2
+    grams += pairs_[starts]
+    grams *= PRIME
+    shingles = (grams >> np.uint64(32)).astype(np.uint32)
+    shingles[outside] = 0
+    return shingles

@@ -34,6 +34,7 @@ from functools import cached_property
 import numpy as np
 
 from dedup.engine import merge, native
+from dedup.engine.facts import fact_shingles
 from dedup.engine.units import (  # noqa: F401 (callers')
     as_units,
     as_units_and_numbers,
@@ -259,31 +260,6 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
     if len(facts):
         object.__setattr__(features, "facts", facts)
     return features
-
-
-def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
-    """Return, for each number (one of the code points `numbers`) of passage_lines' text, in
-    order, the shingles (as in Features.shingles) of the GRAM grams that hold it (0 where the
-    text ends first): uint32, GRAM per number. A gram across two passages counts too."""
-    if not numbers:
-        return np.empty(0, np.uint32)
-    codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
-    n = len(codes) - GRAM + 1
-    if n <= 0:
-        return np.empty(0, np.uint32)
-    at = np.flatnonzero(np.isin(codes, np.array(numbers, np.uint32)))
-    # The grams that hold the number at p start at p - GRAM + 1 .. p; hashed as in
-    # _gram_hashes, only those.
-    starts = (at[:, None] + np.arange(1 - GRAM, 1)).ravel()
-    outside = (starts < 0) | (starts >= n)
-    starts[outside] = 0
-    pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
-    grams = pairs_[starts + 2] * _PRIME_2
-    grams += pairs_[starts]
-    grams *= _PRIME
-    shingles = (grams >> np.uint64(32)).astype(np.uint32)
-    shingles[outside] = 0
-    return shingles
 
 
 def _features_numpy(fingerprint: int | None, normal: str, characters: int) -> Features:

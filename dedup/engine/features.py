@@ -13,7 +13,9 @@
   verification reads and what is stored;
 - a *passage key* per passage: the least 64-bit hash among its grams (a one-hash MinHash),
   equal for two copies of a passage, and for two edited copies as often as their shingles
-  overlap.
+  overlap;
+- its *facts*: for each number (a date, a score, a price, a phone number), the shingles of
+  the grams that hold it, which a copy keeps and a template filled in again changes.
 
 A word becomes one unit by being written as one code point of the private-use planes (15 and
 16, which normalised text never holds: normalising turns them into separators), chosen by a
@@ -26,13 +28,19 @@ from __future__ import annotations
 import re
 import struct
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from dedup.engine import merge, native
-from dedup.engine.units import as_units, kept_characters, units_of  # noqa: F401 (callers')
+from dedup.engine.facts import fact_shingles
+from dedup.engine.units import (  # noqa: F401 (callers')
+    as_units,
+    as_units_and_numbers,
+    kept_characters,
+    units_of,
+)
 
 # Code point -> kept (not a separator); every code point from len(KEPT_UNITS) - 1 up is kept.
 KEPT_UNITS = np.ones(ord(",") + 2, dtype=bool)
@@ -44,11 +52,13 @@ MIN_PASSAGE_GRAMS = 12  # shorter sentences join the next one
 # sentence), so that what stands before them keeps its key; shorter ones join it.
 MIN_ALONE = 8
 # Packed features (Features.to_bytes): magic, format, flags, fingerprint, length, shingle
-# count, passage count; little-endian. Then the shingles (u4), the passage of each (u2, or u4
-# with the WIDE flag: more than 65,536 passages), the passage keys (u8).
+# count, passage count, unit count, fact count; little-endian. Then the shingles (u4), the
+# passage of each (u2, or u4 with the WIDE flag: more than 65,536 passages), the passage keys
+# (u8), the facts (u4).
 _FEATURES_MAGIC = b"DDF\x00"
-FEATURES_FORMAT = 4  # 3: units and the unit count in the header; 4: mail headers left out
-_FEATURES_HEADER = struct.Struct("<4sBBQQIII")
+# 3: units and the unit count in the header; 4: mail headers left out; 5: the facts
+FEATURES_FORMAT = 5
+_FEATURES_HEADER = struct.Struct("<4sBBQQIIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
 _PRIME = np.uint64(native.PRIME)
@@ -68,6 +78,8 @@ class Features:
     passage_keys: np.ndarray  # uint64, one per passage: its least 64-bit gram hash
     passage_sizes: np.ndarray  # distinct shingles first seen in each passage
     units: int = -1  # units (characters, or words of spaced scripts); -1: as many as length
+    # uint32, GRAM per number in text order: the shingles of its grams (see fact_shingles)
+    facts: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
 
     @property
     def unit_count(self) -> int:
@@ -78,6 +90,11 @@ class Features:
     def characters_per_unit(self) -> float:
         """Return the article's characters per unit: 1 in Chinese, about 5 in English."""
         return self.length / self.unit_count if self.unit_count else 1.0
+
+    @cached_property
+    def fact_set(self) -> np.ndarray:
+        """Return the shingles of the grams that hold a number, sorted and distinct."""
+        return np.unique(self.facts[self.facts != 0])
 
     @cached_property
     def half_passages(self) -> np.ndarray:
@@ -97,6 +114,7 @@ class Features:
             len(self.shingles),
             len(self.passage_keys),
             self.unit_count,
+            len(self.facts),
         )
         return b"".join(
             [
@@ -104,6 +122,7 @@ class Features:
                 np.ascontiguousarray(self.shingles, dtype="<u4").tobytes(),
                 np.ascontiguousarray(self.passage_of, dtype="<u4" if wide else "<u2").tobytes(),
                 np.ascontiguousarray(self.passage_keys, dtype="<u8").tobytes(),
+                np.ascontiguousarray(self.facts, dtype="<u4").tobytes(),
             ]
         )
 
@@ -121,11 +140,10 @@ class Features:
             )
         if len(data) < size:
             raise ValueError("packed features are truncated: recompute them")
-        _, _, flags, fingerprint, length, shingles, passages, units = _FEATURES_HEADER.unpack_from(
-            data
-        )
+        header = _FEATURES_HEADER.unpack_from(data)
+        _, _, flags, fingerprint, length, shingles, passages, units, facts = header
         of = "<u4" if flags & _WIDE else "<u2"
-        if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8:
+        if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8 + facts * 4:
             raise ValueError("packed features are truncated or too long: recompute them")
         at = size
 
@@ -145,6 +163,7 @@ class Features:
             passage_keys=take("<u8", passages, np.uint64),
             passage_sizes=np.bincount(passage_of, minlength=passages),
             units=units,
+            facts=take("<u4", facts, np.uint32),
         )
 
 
@@ -231,10 +250,16 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
     """Return an article's features from its passage-marked normalised text (see
     Detector.fingerprint_and_features)."""
     length = kept_characters(normal)
-    units = passage_lines(as_units(normal))
+    in_units, numbers = as_units_and_numbers(normal)
+    units = passage_lines(in_units)
     if merge.accelerated is not None:
-        return _features_native(fingerprint, units, length)
-    return _features_numpy(fingerprint, units, length)
+        features = _features_native(fingerprint, units, length)
+    else:
+        features = _features_numpy(fingerprint, units, length)
+    facts = fact_shingles(units, numbers)
+    if len(facts):
+        object.__setattr__(features, "facts", facts)
+    return features
 
 
 def _features_numpy(fingerprint: int | None, normal: str, characters: int) -> Features:

@@ -50,6 +50,19 @@ def as_units(normal: str) -> str:
     return "".join(parts)
 
 
+def as_units_and_numbers(normal: str) -> tuple[str, list[int]]:
+    """Return `as_units(normal)` and the code points in it of the numbers (words of decimal
+    digits alone: "2024" in "2024年", not "v2" or "mp3")."""
+    parts = _WORD.split(normal)
+    if len(parts) == 1:
+        return normal, []
+    words = parts[1::2]
+    get = _word_unit_cache.get
+    parts[1::2] = [get(w) or _word_unit(w) for w in words]
+    numbers = {unit for word, unit in zip(words, parts[1::2], strict=True) if word.isdecimal()}
+    return "".join(parts), [ord(unit) for unit in numbers]
+
+
 def kept_characters(normal: str) -> int:
     """Return how many characters of normalised text are not separators."""
     return len(normal) - normal.count(",") - normal.count(" ") - normal.count("\n")

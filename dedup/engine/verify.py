@@ -10,7 +10,8 @@ fingerprint drifts far). Every candidate is verified on the shingle sets, by mer
 sorted arrays (dedup.engine.merge): *near* when their Jaccard similarity reaches `near`,
 *partial* when a large share of the smaller one is contained in the other (`partial`) and the
 shared text is long enough (`min_chars`, in characters of that text); the shared passages say
-where.
+where. A near copy also keeps its facts (dedup.engine.facts: the numbers of most of its
+passages); a template filled in with other facts does not.
 
 *Boilerplate* is learned from the collection: a passage whose key many articles hold (a
 footer, a menu, a disclaimer, a template's fixed sentence) counts neither as evidence nor
@@ -39,6 +40,7 @@ from dedup.engine.boilerplate import (  # noqa: F401 (callers import them from h
     passage_owners_of,
 )
 from dedup.engine.config import Config
+from dedup.engine.facts import facts_agree, facts_may_change
 from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
     FEATURES_FORMAT,
     GRAM,
@@ -262,7 +264,8 @@ class Detector:
             common = owners.common(fa, fb) if owners is not None else None
             if common is not None:  # boilerplate both hold: as if neither had it
                 held = shared_count(common[0], common[1])
-                verdict = self._verdict(fa, fb, shared - held, size_a - held, size_b - held, near)
+                shared, size_a, size_b = shared - held, size_a - held, size_b - held
+                verdict = self._verdict(fa, fb, shared, size_a, size_b, near)
                 if verdict is None:
                     continue
             kind, similarity, chars = verdict
@@ -272,8 +275,8 @@ class Detector:
             # Shared passages say where a partial copy sits; a near copy shares (nearly) all
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
-            if kind == "partial" or similarity < NEAR_CLEAR:
-                evidence = self._passage_evidence(fa, fb, kind, common)
+            if kind == "partial" or similarity < NEAR_CLEAR or facts_may_change(fa, fb):
+                evidence = self._passage_evidence(fa, fb, kind, similarity, common)
                 if evidence is None:
                     continue
                 if kind == "partial":
@@ -284,19 +287,25 @@ class Detector:
         return found
 
     def _passage_evidence(
-        self, fa: Features, fb: Features, kind: str, common: tuple | None
+        self, fa: Features, fb: Features, kind: str, similarity: float, common: tuple | None
     ) -> tuple[list[tuple[int, int]], int] | None:
         """Return a partial copy's shared passages (boilerplate both hold aside) and their
         characters; ([], 0) for a near copy whose passages agree; None when the pair fails
-        on its passages."""
+        on its passages or on their facts."""
         passages = partial_passages(fa, fb)
         in_a = in_b = None
         if common is not None:  # boilerplate is no evidence
             in_a = held_mask(fa.passage_keys, common[2])
             in_b = held_mask(fb.passage_keys, common[2])
             passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
-        if kind == "near":  # a template's words, its facts changed in every passage, fail
-            return ([], 0) if self._passages_agree(fa, fb, passages, in_a, in_b) else None
+        if kind == "near":
+            # A template filled in with other facts shares its words in every passage, and
+            # its facts in few: a copy keeps the facts of most of its passages.
+            if not facts_agree(fa, fb, passages):
+                return None
+            if similarity >= NEAR_CLEAR or self._passages_agree(fa, fb, passages, in_a, in_b):
+                return [], 0
+            return None
         # A partial copy is text copied whole: only the smaller article's passages mostly
         # in the other count, not words scattered over them.
         chars = self._passage_chars(fa, fb, passages)

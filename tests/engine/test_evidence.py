@@ -98,3 +98,101 @@ def test_reports_of_one_template_with_other_facts_are_no_copies(detector):
     features = [detector.features(t) for t in [*texts, repost]]
     found = {(d.a, d.b) for d in detector.duplicates(features)}
     assert found == {(0, len(texts))}
+
+
+NOTICE = (
+    "关于{road}路段临时交通管制的通告\n因设备维护，{city}交通运输局定于{date}{start}时至{end}时对{road}"
+    "（{a}至{b}段）实施临时交通管制。届时请广大市民提前做好准备，合理安排出行，由此带来的不便，敬请谅解。\n"
+    "咨询电话：{phone}\n特此通告。\n{city}交通运输局\n{date}"
+)
+RESULT = "{league}第{round}轮，{home}{h}比{a}{away}，{date}"
+REPORT = (
+    "{date}，中超联赛第{round}轮在{city}进行，梅州客家队主场战胜三镇队。\n第{m1}分钟，梅州客家队球员{p1}破门。"
+    "第{m2}分钟，三镇队球员{p2}破门。\n本场比赛共有{fans}名观众到场观战。赛后，梅州客家队积{pts}分暂列积分榜第{rank}位。"
+)
+OUTAGE = (
+    "Notice of temporary water supply interruption on Mill Road\n"
+    "Due to mains repairs, {city} Water will carry out a temporary water supply interruption "
+    "on Mill Road between Elm Street and Station Road on {day} from {start}:00 to {end}:00. "
+    "Residents are advised to make arrangements in advance. We apologise for any inconvenience."
+    "\nEnquiries: {phone}\n{city} Water"
+)
+FILLED = {
+    "notice": (
+        NOTICE.format(
+            road="建设路", city="厦门", date="2024年2月11日", start=6, end=14, a="东风大道",
+            b="胜利大道", phone="0652-3704006",
+        ),
+        NOTICE.format(
+            road="朝阳大道", city="长春", date="2024年8月10日", start=1, end=10, a="长江大道",
+            b="胜利大道", phone="0708-2712907",
+        ),
+    ),
+    "result": (
+        RESULT.format(
+            league="中甲联赛", round=25, home="梅州客家队", h=0, a=1, away="青岛海牛队",
+            date="2024年1月11日",
+        ),
+        RESULT.format(
+            league="中甲联赛", round=11, home="梅州客家队", h=0, a=1, away="青岛海牛队",
+            date="2025年12月19日",
+        ),
+    ),
+    "report": (
+        REPORT.format(
+            date="2021年2月5日", round=16, city="广州", m1=69, p1="陈鹏", m2=70, p2="吴静磊",
+            fans=43177, pts=4, rank=15,
+        ),
+        REPORT.format(
+            date="2025年8月5日", round=15, city="西安", m1=31, p1="罗勇", m2=83, p2="王超",
+            fans=13328, pts=73, rank=15,
+        ),
+    ),
+    "outage": (
+        OUTAGE.format(city="Paris", day="25 Jun 2023", start=3, end=6, phone="294-1615343"),
+        OUTAGE.format(city="Paris", day="8 Nov 2021", start=13, end=17, phone="157-2568627"),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FILLED)
+def test_a_template_filled_in_with_other_facts_is_not_near(detector, name):
+    # Alone, with no collection to learn the template from: the words agree, the numbers not.
+    first, second = FILLED[name]
+    assert detector.judge(0, 1, detector.features(first), detector.features(second)) is None
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.replace("特此通告。\n", "").replace("Residents are advised to make ", ""),
+        lambda t: t.replace("，", ",").replace("。", "."),
+        lambda t: t.replace("破门", "进球").replace("repairs", "works"),
+    ],
+    ids=["sentence_deleted", "punctuation", "words_substituted"],
+)
+@pytest.mark.parametrize("name", FILLED)
+def test_a_filled_in_report_edited_keeping_its_facts_stays_near(detector, name, edit):
+    first = FILLED[name][0]
+    verdict = detector.judge(0, 1, detector.features(first), detector.features(edit(first)))
+    assert verdict is not None and verdict.kind == "near"
+
+
+def test_a_changelog_uploaded_again_with_a_new_version_and_date_stays_near(detector):
+    # The version line and the date change; the entry's other passages stay whole.
+    entry = (
+        "libsigsegv ({version}) unstable; urgency=medium\n\n"
+        "  * Import patch from John Paul Adrian Glaubitz to fix build on sparc64\n"
+        "    (Closes: #805570)\n"
+        "  * Import patch from Helmut Grohne to Fix cross compilation for arm64\n"
+        "    (Closes: #775050)\n"
+        "  * Build with the hardening flags, run the test suite on every architecture\n"
+        "    and install the examples (Closes: #790112)\n"
+        "  * Use canonical Vcs-* URLs, bump the standards version to the current one and\n"
+        "    add the upstream signing key so that uscan can verify new tarballs\n\n"
+        " -- Christoph Egger <christoph@debian.org>  {date}"
+    )
+    first = entry.format(version="2.10-5", date="Sun, 20 Mar 2016 11:22:55 +0100")
+    again = entry.format(version="2.10-5build1", date="Mon, 01 Mar 2025 14:14:03 +0000")
+    verdict = detector.judge(0, 1, detector.features(first), detector.features(again))
+    assert verdict is not None and verdict.kind == "near"

@@ -81,10 +81,11 @@ def test_a_repeated_sentence_belongs_to_the_first_passage_it_occurs_in(detector)
     assert features.passage_sizes[2] == 0  # nothing of its own: all seen in passage 0
 
 
-def test_packed_features_take_six_bytes_a_shingle_and_eight_a_passage(detector):
+def test_packed_features_take_six_bytes_a_shingle_eight_a_passage_and_four_a_fact(detector):
     features = detector.features(ARTICLE)
     header = engine_features._FEATURES_HEADER.size
     size = header + 6 * len(features.shingles) + 8 * len(features.passage_keys)
+    size += 4 * len(features.facts)
     assert len(features.to_bytes()) == size
     assert features.passage_keys.view(np.int64).dtype == np.int64  # stored as bigint
 
@@ -192,3 +193,17 @@ def test_pages_sharing_only_a_footer_are_no_duplicates(detector):
     footer = "版权所有，未经许可不得转载本网站任何内容，违者必究，本站保留一切法律权利。"
     page, other = detector.features(FILLER + footer), detector.features(OTHER + footer)
     assert detector.judge(0, 1, page, other) is None
+
+
+def test_facts_are_the_shingles_of_the_grams_that_hold_each_number(detector):
+    numbers = detector.features("中甲联赛第25轮，梅州客家队0比1青岛海牛队，2024年1月11日。")
+    grams = numbers.facts.reshape(-1, engine_features.GRAM)
+    assert len(grams) == 6  # 25, 0, 1, 2024, 1, 11: each number, in order
+    assert (grams[:-1] != 0).all() and (grams[-1, 2:] == 0).all()  # "11" ends the text
+    assert np.isin(grams[grams != 0], numbers.shingles).all()  # one passage: all shingles
+    assert (grams[1, 2:] == grams[2, :2]).all()  # "队0比1": two grams hold 0 and 1
+    # A word with digits in it (a version, a format) is a word, not a number.
+    words = detector.features("Build the v2 release of the mp3 encoder for arm64 and sparc64 now.")
+    assert len(words.facts) == 0
+    back = Features.from_bytes(numbers.to_bytes())
+    assert (back.facts == numbers.facts).all()

@@ -1,0 +1,102 @@
+"""Facts: the grams of an article that hold a number (a date, a score, a price, a phone
+number; `Features.facts`). A copy keeps them; a template filled in with other facts (a weather
+report, a match result, a notice) shares its words in every passage and few of its facts.
+Verification (dedup.engine.verify) asks, of the smaller article's passages that are mostly in
+the other, whether fewer than half change their facts, before it calls a pair near.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dedup.engine import native
+
+if TYPE_CHECKING:
+    from dedup.engine.features import Features
+
+GRAM = native.GRAM
+PRIME = np.uint64(native.PRIME)  # the gram hash's multipliers (as features._gram_hashes)
+PRIME_2 = np.uint64(native.PRIME_2)
+
+# A number is kept when one of the grams that hold it is in the other article (an edit next
+# to it changes the grams on that side only); a passage keeps its facts when FACTS_KEPT of
+# its numbers are kept, and a pair when fewer than FACTS_CHANGED of its passages mostly in
+# the other change theirs (a changelog entry uploaded again changes its version line and
+# keeps its other passages whole). Told only when those passages hold FACTS_LEAST numbers.
+FACTS_KEPT = 0.67
+FACTS_CHANGED = 0.5
+FACTS_LEAST = 2
+
+
+def facts_may_change(fa: Features, fb: Features) -> bool:
+    """Tell whether the smaller article of a pair has numbers enough to tell by and some of
+    them not in the other (a copy keeps them all: no passages to look at)."""
+    small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
+    if len(small.facts) < FACTS_LEAST * GRAM:
+        return False
+    return not _in(small.facts.reshape(-1, GRAM), other.fact_set).any(axis=1).all()
+
+
+def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> bool:
+    """Tell whether most of the smaller article's passages that are mostly in the other
+    (`passages`, pairs of passage numbers as from merge.partial_passages) keep most of their
+    numbers in it, or hold none; True when they hold too few numbers to tell."""
+    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small, other = (fa, fb) if small_is_a else (fb, fa)
+    if len(small.facts) < FACTS_LEAST * GRAM or not passages or not len(small.shingles):
+        return True
+    held = np.zeros(len(small.passage_keys), bool)
+    held[[p if small_is_a else q for p, q in passages]] = True
+    grams = small.facts.reshape(-1, GRAM)
+    # A number's passage: that of the first of its grams that is a shingle (one across two
+    # passages is none).
+    at = np.minimum(np.searchsorted(small.shingles, grams), len(small.shingles) - 1)
+    known = (small.shingles[at] == grams) & (grams != 0)
+    placed = known.any(axis=1)
+    of = small.passage_of[at[placed, known[placed].argmax(axis=1)]]
+    inside = held[of]
+    if np.count_nonzero(inside) < FACTS_LEAST:
+        return True
+    kept = _in(grams[placed][inside], other.fact_set).any(axis=1)
+    of = of[inside]
+    count = np.bincount(of, minlength=len(held))
+    kept = np.bincount(of, weights=kept, minlength=len(held))
+    with_facts = count > 0
+    changed = np.count_nonzero(kept[with_facts] < FACTS_KEPT * count[with_facts])
+    return changed < FACTS_CHANGED * np.count_nonzero(held)
+
+
+def _in(values: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
+    """Return the mask of `values` that are in the sorted array `sorted_values` (0 is in
+    none: the facts' filler)."""
+    if not len(sorted_values):
+        return np.zeros(values.shape, bool)
+    at = np.minimum(np.searchsorted(sorted_values, values), len(sorted_values) - 1)
+    return (sorted_values[at] == values) & (values != 0)
+
+
+def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
+    """Return, for each number (one of the code points `numbers`) of passage_lines' text, in
+    order, the shingles (as in Features.shingles) of the GRAM grams that hold it (0 where the
+    text ends first): uint32, GRAM per number. A gram across two passages counts too."""
+    if not numbers:
+        return np.empty(0, np.uint32)
+    codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
+    n = len(codes) - GRAM + 1
+    if n <= 0:
+        return np.empty(0, np.uint32)
+    at = np.flatnonzero(np.isin(codes, np.array(numbers, np.uint32)))
+    # The grams that hold the number at p start at p - GRAM + 1 .. p; hashed as in
+    # features._gram_hashes, only those.
+    starts = (at[:, None] + np.arange(1 - GRAM, 1)).ravel()
+    outside = (starts < 0) | (starts >= n)
+    starts[outside] = 0
+    pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
+    grams = pairs_[starts + 2] * PRIME_2
+    grams += pairs_[starts]
+    grams *= PRIME
+    shingles = (grams >> np.uint64(32)).astype(np.uint32)
+    shingles[outside] = 0
+    return shingles

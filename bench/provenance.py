@@ -40,13 +40,14 @@ def _git(*args: str) -> str:
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    return done.stdout.strip()
+    return done.stdout
 
 
 def commit() -> str:
     """Return HEAD's hash, and the files that differ from it when the tree is dirty."""
-    head = _git("rev-parse", "HEAD") or "unknown (not a git checkout)"
-    changed = [line[3:] for line in _git("status", "--porcelain", "--", ".").splitlines()]
+    head = _git("rev-parse", "HEAD").strip() or "unknown (not a git checkout)"
+    # Each line is "XY name": the status's two columns (a space where unchanged), then a space.
+    changed = [line[3:] for line in _git("status", "--porcelain", "--", ".").splitlines() if line]
     if changed:
         return f"{head}, tree dirty: {', '.join(changed)}"
     return f"{head}, tree clean"

@@ -71,3 +71,21 @@ def test_write_puts_header_first(tmp_path):
 def test_bench_writes_results_through_provenance(path):
     source = path.read_text(encoding="utf-8")
     assert "provenance.write(" in source, f"{path.name} writes results without the header"
+
+
+def test_a_dirty_tree_names_each_changed_file_whole(tmp_path, monkeypatch):
+    """`git status --porcelain` starts a modified file's line with a space: the first file's
+    name kept its first letter only once that line was no longer stripped."""
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    for name in ("alpha.py", "beta.py"):
+        (tmp_path / name).write_text("x = 1\n", encoding="utf-8")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "one")
+    for name in ("alpha.py", "beta.py"):
+        (tmp_path / name).write_text("x = 2\n", encoding="utf-8")
+    monkeypatch.setattr(provenance, "ROOT", tmp_path)
+    assert provenance.commit().endswith(", tree dirty: alpha.py, beta.py")

@@ -73,6 +73,9 @@ _PART = re.compile(r"([a-z][a-z ]*?) ([0-9.]+)")
 # --- environment ----------------------------------------------------------------------------
 
 
+TEXT_ROWS = 20_000  # DEDUP_TEXT_INDEX_ROWS's default (dedup/settings.py)
+
+
 def bench_env(upload_mb: int) -> dict[str, str]:
     """Return the environment of this process and the workers: database, broker, storage."""
     return {
@@ -523,6 +526,9 @@ def report(args, kinds, size_mb, engine, sample, pipe, health, sizes, tasks, pro
         else f"{args.workers} solo workers"
     )
     copies = sum(v for k, v in kinds.items() if k not in ("distinct", "original", "exact"))
+    text_index = (
+        "none (--no-text-index)" if args.no_text_index else f"a range per {TEXT_ROWS:,} articles"
+    )
     lines = [
         f"{n:,} articles in one JSON Lines upload ({size_mb:.0f} MB): {kinds['distinct']:,} "
         f"distinct People's Daily texts (800 and 1,600 characters), {kinds['original']:,} "
@@ -531,7 +537,7 @@ def report(args, kinds, size_mb, engine, sample, pipe, health, sizes, tasks, pro
         f"{kinds['exact']:,} exact copies. Mean length "
         f"{args.mean_length:,.0f} characters. DEDUP_CHUNK_SIZE {args.chunk_size}, "
         f"PostgreSQL and Redis on 127.0.0.1, pipeline: {pool}. The text's trigram index for "
-        f"search (migration 0025): {'dropped (--no-text-index)' if args.no_text_index else 'on'}."
+        "search (dedup.textindex): " + text_index + "."
         f" Machine: {os.cpu_count()} cores "
         "shared by PostgreSQL, the workers and this process (other jobs may have run meanwhile).",
         "",
@@ -659,7 +665,7 @@ def main() -> None:
     parser.add_argument(
         "--no-text-index",
         action="store_true",
-        help="drop the text's trigram index first (manage.py text_index --drop)",
+        help="build no text index for search (DEDUP_TEXT_INDEX_ROWS=0)",
     )
     args = parser.parse_args()
 
@@ -687,9 +693,8 @@ def main() -> None:
         check=True,
     )  # fmt: skip
     if args.no_text_index:
-        subprocess.run(
-            [sys.executable, "manage.py", "text_index", "--drop"], cwd=ROOT, env=env, check=True
-        )
+        env["DEDUP_TEXT_INDEX_ROWS"] = "0"
+        os.environ.update(env)
     broker_flush()
     import django
 

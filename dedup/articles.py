@@ -2,14 +2,13 @@
 every article (matched or not), and an upload's articles with what was found for them.
 
 Search is `icontains` on title, text and URL, served by trigram GIN indexes on those
-expressions (migration 0016). An exact external id, URL or
-article number is looked up by itself and comes first.
+expressions (migration 0016; the text's, a range of articles at a time: dedup.textindex). An
+exact external id, URL or article number is looked up by itself and comes first.
 
 Newest first, a page at a time: PostgreSQL walks the primary key backwards for a common word
 and combines the trigram indexes for a rare one (about 20-30 ms either way at 100,000
-articles here). The index on the text holds finished articles only (migration 0025: written
-once, when an article is finished, not again at each change of status); the text of articles
-waiting or in processing, a few, is read through the status index.
+articles here). The newest articles, past the text index's last range, have their text read
+through the primary key (at most about DEDUP_TEXT_INDEX_ROWS of them).
 """
 
 from __future__ import annotations
@@ -25,13 +24,13 @@ from django.utils import timezone
 from dedup.engine.hamming import to_unsigned
 from dedup.models import (
     Article,
-    ArticleStatus,
     Decision,
     Fingerprint,
     Match,
     Settings,
     UploadBatch,
 )
+from dedup.textindex import text_has
 
 PER_PAGE = 25
 UPLOAD_PER_PAGE = 50
@@ -136,14 +135,6 @@ def _listed(articles: QuerySet, q: str) -> QuerySet:
     )  # fmt: skip
 
 
-def _text_has(q: str) -> Q:
-    """Return the articles whose text holds q: finished ones through the text's trigram
-    index, which holds only them (migration 0025), the others through the status index."""
-    finished = [ArticleStatus.DONE, ArticleStatus.EXACT, ArticleStatus.FAILED]
-    others = [status for status in ArticleStatus.values if status not in finished]
-    return Q(status__in=finished, body__icontains=q) | Q(status__in=others, body__icontains=q)
-
-
 def article_search(*, params: SearchParams, page: int = 1) -> dict:
     """Return one page of articles matching the search, newest first, with the exact hits
     (external id, URL, number) first on page 1; `has_next` instead of a total, which would
@@ -156,7 +147,7 @@ def article_search(*, params: SearchParams, page: int = 1) -> dict:
     hits = Article.objects.filter(where)
     if params.q:
         q = params.q
-        hits = hits.filter(Q(title__icontains=q) | Q(url__icontains=q) | _text_has(q))
+        hits = hits.filter(Q(title__icontains=q) | Q(url__icontains=q) | text_has(q))
     if exact:
         hits = hits.exclude(id__in=[a.id for a in exact])
     page = max(1, page)

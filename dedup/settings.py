@@ -172,6 +172,9 @@ DEDUP_CHECK_CONCURRENCY = env_int("DEDUP_CHECK_CONCURRENCY", 2)
 DEDUP_CHECK_LONG_CHARS = env_int("DEDUP_CHECK_LONG_CHARS", 20_000)
 DEDUP_CHECK_SECONDS = env_int("DEDUP_CHECK_SECONDS", 10)
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
+# Articles per range of the text's search index, built at once when that many past the last
+# range are stored (dedup.textindex); 0: no text index, search reads the text.
+DEDUP_TEXT_INDEX_ROWS = env_int("DEDUP_TEXT_INDEX_ROWS", 20_000)
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
 # After a rebuild switches, the old version's rows stay this long (a check that read the
 # settings just before still finds its answers), then index_clean deletes them.

@@ -27,6 +27,7 @@ from dedup.models import (
 )
 from dedup.services.uploads import upload_finish_if_processed
 from dedup.services.webhooks import webhooks_notify
+from dedup.textindex import text_index_seal_if_due
 
 # The name these lines were logged under before services.py became a package.
 logger = logging.getLogger("dedup.services")
@@ -101,6 +102,8 @@ def _chunk_process(article_ids: list[int], stale_after: int) -> None:
     _exact_in_flight(rows)
     _chunk_write(rows, articles, done, exact, failed, version)
     clock.lap("write")
+    if text_index_seal_if_due():
+        clock.lap("text index")
     logger.info("articles_process: %d articles, %s", len(claimed), clock)
 
 

@@ -426,17 +426,32 @@ def test_an_upload_row_may_name_its_id_external_id_as_the_dashboard_does(tmp_pat
 
 
 @pytest.mark.django_db(transaction=True)  # CREATE/DROP INDEX CONCURRENTLY: no transaction
-def test_text_index_is_dropped_and_built_again_and_search_works_either_way(editor_client):
-    processed_articles()
-    out, _ = run("text_index")
-    assert "Text index: article_body_finished_trgm" in out
+def test_a_worker_builds_the_text_index_a_range_at_a_time_and_the_command_drops_and_builds_it(
+    editor_client, settings
+):
+    """A chunk that brings DEDUP_TEXT_INDEX_ROWS finished articles past the last range builds
+    the next one (dedup.textindex); search finds the text with or without it."""
+    from dedup.textindex import text_index_drop, text_ranges
+
+    settings.DEDUP_TEXT_INDEX_ROWS = 3
+    text_index_drop()  # ranges another test left
     try:
+        articles = processed_articles()
+        assert [(r.lo, r.hi) for r in text_ranges()] == [(0, max(a.pk for a in articles))]
+        out, _ = run("text_index")
+        assert f"Text index: 1 range(s) up to article {max(a.pk for a in articles)}" in out
+        assert "0 newer article(s) read by search" in out
         out, _ = run("text_index", "--drop")
-        assert "Text index: none" in out
+        assert "Dropped 1 range(s)." in out and "Text index: none" in out
         hits = editor_client.get("/articles/?q=" + OTHER[2:9]).context["rows"]
         assert [a.body for a in hits] == [OTHER]  # read from the text itself
-    finally:
+        settings.DEDUP_TEXT_INDEX_ROWS = 0  # none built: the next chunk builds nothing
+        more = services.articles_ingest(rows=[{"title": "又一篇", "text": OTHER + "又及。"}])
+        services.articles_process(article_ids=[a.pk for a in more])
+        assert text_ranges() == []
         out, _ = run("text_index", "--create")
-    assert "Text index: article_body_finished_trgm" in out
-    hits = editor_client.get("/articles/?q=" + OTHER[2:9]).context["rows"]
-    assert [a.body for a in hits] == [OTHER]
+        assert f"Text index: 1 range(s) up to article {more[0].pk}" in out
+        hits = editor_client.get("/articles/?q=" + OTHER[2:9]).context["rows"]
+        assert sorted(a.pk for a in hits) == sorted([articles[2].pk, more[0].pk])
+    finally:
+        text_index_drop()

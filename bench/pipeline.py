@@ -51,7 +51,10 @@ DB_NAME = "dedup_bench"
 SERVER_URL = "postgres://postgres@127.0.0.1:5432"
 # Redis database 9 by default, flushed at the start: DEDUP_BENCH_REDIS_URL picks another.
 REDIS_URL = os.environ.get("DEDUP_BENCH_REDIS_URL", "redis://127.0.0.1:6379/9")
-WORK_DIR = Path(tempfile.gettempdir()) / "dedup-bench-pipeline"
+# Logs and uploads; DEDUP_BENCH_DIR picks another (two benches at once must not share it).
+WORK_DIR = Path(
+    os.environ.get("DEDUP_BENCH_DIR") or Path(tempfile.gettempdir()) / "dedup-bench-pipeline"
+)
 COPY_SHARE = 0.12  # near and partial copies (build_corpus families) in the stream
 EXACT_SHARE = 0.02  # exact copies (the same text, sometimes other whitespace)
 COPIES_PER_ORIGINAL = 11  # about what build_corpus makes per original (edits and partials)

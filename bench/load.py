@@ -7,13 +7,15 @@ A fresh database `dedup_bench_load` on 127.0.0.1:5432 and Redis db 9 under the k
 free port and one Celery worker (prefork, 2 processes). First a corpus is loaded and
 processed (the queue then has pairs to show), then uploads of the same size are timed: one
 alone (ingestion's rate without load), then one per run while N clients (its rate over the
-load's time, or until it ends), each in its own thread, ask in turn for the queue, the
-compare page of a matched pair, `POST /api/check` with an article's text and
-`GET /api/articles/<id>`, waiting a random think time after each answer (a run per
-`--think`: 1 s, editors at work, and 0, back to back: the web tier saturated). Each
+load's time, or until it ends), then one alone again. The clients, each in its own thread,
+ask in turn for the queue, the compare page of a matched pair, `POST /api/check` with an
+article's text and `GET /api/articles/<id>`, waiting a random think time after each answer
+(a run per `--think`: 1 s, editors at work, and 0, back to back: the web tier saturated). Each
 endpoint's requests per second, p50 and p99 and errors go to bench/results/load.md, with
-ingestion's rate under load as a share of its rate alone. Everything runs on this machine's
-cores, the clients too: figures of a shared machine, to compare with runs of the same machine.
+ingestion's rate under load as a share of its rate alone (the mean of the two), and the CPU
+each role used (bench/cpumeter.py: gunicorn, the clients, the worker, their PostgreSQL
+backends and the rest of the machine). Everything runs on this machine's cores, the clients
+too: figures of a shared machine, to compare with runs of the same machine.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench import provenance
+from bench.cpumeter import CpuMeter, cpu_table
 from bench.pipeline import ROOT, SERVER_URL, WORK_DIR, Workers, build_stream, write_jsonl
 
 RESULTS = Path(__file__).parent / "results" / "load.md"
@@ -192,11 +195,18 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
 
 
+def named(env: dict, role: str) -> dict:
+    """Return `env` whose database connections carry `role` as their application_name (the
+    CPU meter counts each PostgreSQL backend with the role it serves)."""
+    return {**env, "DATABASE_URL": f"{env['DATABASE_URL']}?application_name={role}"}
+
+
 def gunicorn(env: dict, port: int) -> subprocess.Popen:
     log = (WORK_DIR / "gunicorn.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "dedup.wsgi", "--bind", f"127.0.0.1:{port}"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT, env=named(env, "web"), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while True:
@@ -235,7 +245,8 @@ def main() -> None:
     django.setup()
     from dedup.models import Article, Match
 
-    names = ["corpus", "alone"] + [f"loaded-{i}" for i in range(len(args.think))]
+    loaded = [f"loaded-{i}" for i in range(len(args.think))]
+    names = ["corpus", "alone", *loaded, "alone-after"]
     rows, _ = build_stream(args.corpus + (len(names) - 1) * args.upload, args.seed)
     paths = {}
     for number, name in enumerate(names):
@@ -243,16 +254,16 @@ def main() -> None:
         end = args.corpus + number * args.upload
         paths[name] = WORK_DIR / f"load-{name}.jsonl"
         write_jsonl(rows[start:end], paths[name])
-    workers = Workers(env, 2, "prefork")
+    workers = Workers(named(env, "worker"), 2, "prefork")
     server = None
     runs = []
     try:
         workers.start()
         print(f"Loading the corpus ({args.corpus:,} articles)...", flush=True)
         upload_and_wait(paths["corpus"])
-        print("Ingestion alone...", flush=True)
-        alone = upload_and_wait(paths["alone"])
-        print(f"  {alone:,.1f} articles/s", flush=True)
+        groups = {process.pid: "worker" for process, _ in workers.processes}
+        alone, cpu = [], {}
+        alone_measured(paths["alone"], groups, alone, cpu)
         cookie, token = credentials()
         pairs = list(Match.objects.values_list("a_id", "b_id")[:500])
         ids = list(Article.objects.values_list("id", flat=True)[:2000])
@@ -270,21 +281,48 @@ def main() -> None:
                 "during an upload...",
                 flush=True,
             )
-            rate = under_load(args, clients, think, paths[f"loaded-{number}"])
+            groups[server.pid] = "web"
+            rate, cpu[think] = under_load(args, clients, think, paths[f"loaded-{number}"], groups)
             runs.append((think, clients, rate))
+        groups.pop(server.pid)  # gunicorn stopped: the service as it was before the load
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+        server = None
+        alone_measured(paths["alone-after"], groups, alone, cpu)
     finally:
         if server is not None:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(30)
         workers.stop()
-    report(args, runs, alone)
+    report(args, runs, alone, cpu)
 
 
-def under_load(args, clients: Clients, think: float, upload: Path) -> float:
-    """Run the clients for the load's time while `upload` is processed; return its rate."""
+def alone_measured(path: Path, groups: dict, alone: list, cpu: dict) -> None:
+    """Time an upload with nothing else asked of the service: append its rate to `alone`
+    and what each role's CPU did to `cpu`. One is timed before the load and one after it:
+    the loaded uploads' index size lies between, and a share against their mean does not
+    hang on one short window of a shared machine."""
+    when = "before" if not alone else "after"
+    print(f"Ingestion alone ({when} the load)...", flush=True)
+    meter, start = CpuMeter(groups, DB_NAME, SERVER_URL).start(), time.monotonic()
+    alone.append(upload_and_wait(path))
+    cpu[f"alone {when}"] = {**meter.stop(), "seconds": time.monotonic() - start}
+    print(f"  {alone[-1]:,.1f} articles/s", flush=True)
+
+
+def under_load(args, clients: Clients, think: float, upload: Path, groups: dict) -> tuple:
+    """Run the clients for the load's time while `upload` is processed; return its rate and
+    the CPU seconds each role used while the upload was processed and over the load."""
     result: dict[str, float] = {}
     until = time.monotonic() + args.seconds
-    uploading = threading.Thread(target=lambda: result.update(rate=upload_and_wait(upload, until)))
+    meters = [CpuMeter(groups, DB_NAME, SERVER_URL).start() for _ in range(2)]
+
+    def uploading_run() -> None:
+        start = time.monotonic()
+        result.update(rate=upload_and_wait(upload, until), seconds=time.monotonic() - start)
+        result.update(upload=meters[0].stop())
+
+    uploading = threading.Thread(target=uploading_run)
     threads = [
         threading.Thread(target=clients.run, args=(number, until, think))
         for number in range(args.clients)
@@ -295,7 +333,10 @@ def under_load(args, clients: Clients, think: float, upload: Path) -> float:
     for thread in threads:
         thread.join()
     uploading.join()
-    return result.get("rate", 0.0)
+    used = {"upload": result["upload"], "load": meters[1].stop()}
+    used["upload"]["seconds"], used["load"]["seconds"] = result["seconds"], args.seconds
+    used["load"]["requests"] = sum(len(times) for times in clients.latencies.values())
+    return result.get("rate", 0.0), used
 
 
 def served() -> str:
@@ -304,7 +345,8 @@ def served() -> str:
     return f"gunicorn.conf.py: {conf['workers']} workers x {conf['threads']} threads"
 
 
-def report(args, runs: list, alone: float) -> None:
+def report(args, runs: list, alones: list[float], cpu: dict) -> None:
+    alone = sum(alones) / len(alones)
     lines = [
         "# The web tier under load during an upload (bench/load.py)\n",
         f"{args.clients} clients for {args.seconds:.0f} s each run against gunicorn "
@@ -315,7 +357,8 @@ def report(args, runs: list, alone: float) -> None:
         "turn and waits a random time (exponential, mean `think`) after each answer: 1 s is "
         "20 editors working without pause; 0 is back to back, the web tier saturated (its "
         "latencies are then the queue's length, its requests per second the capacity).\n",
-        f"Ingestion alone: {alone:,.1f} articles/s.\n",
+        f"Ingestion alone: {alones[0]:,.1f} articles/s before the load, {alones[-1]:,.1f} "
+        f"after it; their mean, {alone:,.1f}, is what the rate under load is a share of.\n",
         "| think s | endpoint | requests | per second | p50 ms | p99 ms | errors |",
         "|---:|---|---:|---:|---:|---:|---:|",
     ]
@@ -330,7 +373,8 @@ def report(args, runs: list, alone: float) -> None:
             )
         share = loaded / alone if alone else 0.0
         shares.append(f"think {think:g} s: {loaded:,.1f} articles/s ({share:.0%} of alone)")
-    lines += ["", "Ingestion under load: " + "; ".join(shares) + "."]
+    lines += ["", "Ingestion under load: " + "; ".join(shares) + ".", ""]
+    lines += cpu_table(cpu)
     for think, clients, _ in runs:
         errors = [e for endpoint in ENDPOINTS for e in clients.errors[endpoint][:3]]
         if errors:

@@ -106,7 +106,7 @@ def database_reset() -> None:
 
 
 def broker_flush() -> None:
-    """Empty Redis db 9: no task of an earlier run is left to run."""
+    """Empty the bench's Redis database: no task of an earlier run is left to run."""
     import redis
 
     client = redis.Redis.from_url(REDIS_URL)
@@ -690,7 +690,7 @@ def main() -> None:
     env = {**os.environ, **bench_env(max(200, int(size / 2**20) + 10))}
     env["DEDUP_CHUNK_SIZE"] = str(args.chunk_size)
     os.environ.update(env)
-    print(f"Fresh database {DB_NAME}, Redis db 9...", flush=True)
+    print(f"Fresh database {DB_NAME}, Redis {REDIS_URL}...", flush=True)
     database_reset()
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env,

@@ -178,40 +178,61 @@ def _popular_holders(
         asks = popular_asks(features, counts(features.passage_keys))
         before = _LAST_ID if exclude is None else exclude
         wanted += [(i, key, before) for key in {keys[i][p] for p in np.flatnonzero(asks)}]
-    if not wanted:
-        return []
-    rows = _holders_before(wanted, version)
-    story = _story_keys({article_id for _, _, article_id in rows}, counts, version)
-    found, taken = [], {}
-    for n, key, article_id in sorted(rows, key=lambda row: (row[0], row[1], -row[2])):
-        if key in story.get(article_id, ()) and taken.get((n, key), 0) < POPULAR_HOLDERS:
-            taken[n, key] = taken.get((n, key), 0) + 1
-            found.append((n, article_id))
+    return _story_holders_before(wanted, counts, version) if wanted else []
+
+
+# Holders of a popular key are read latest first, this many at a time, until POPULAR_HOLDERS
+# story holders are found or MAX_POPULAR_OWNERS read: a story's copies are nearly all story
+# holders, so one read usually does, and only the holders read have their features loaded.
+HOLDERS_READ = 2 * POPULAR_HOLDERS
+
+
+def _story_holders_before(
+    wanted: list[tuple[int, int, int]], counts, version: str
+) -> list[tuple[int, int]]:
+    """Return (query number, article) for the POPULAR_HOLDERS latest story holders of each
+    (query number, key, before) before `before`, among its MAX_POPULAR_OWNERS latest holders."""
+    found, story = [], {}
+    left = {(n, key): MAX_POPULAR_OWNERS for n, key, _ in wanted}  # holders still to read
+    taken = dict.fromkeys(left, 0)
+    asks = [(n, key, before, min(HOLDERS_READ, MAX_POPULAR_OWNERS)) for n, key, before in wanted]
+    while asks:
+        rows = _holders_before(asks, version)
+        story.update(_story_keys({a for _, _, a in rows} - story.keys(), counts, version))
+        read, oldest = {}, {}
+        for n, key, article_id in sorted(rows, key=lambda row: (row[0], row[1], -row[2])):
+            read[n, key] = read.get((n, key), 0) + 1
+            oldest[n, key] = article_id
+            if key in story.get(article_id, ()) and taken[n, key] < POPULAR_HOLDERS:
+                taken[n, key] += 1
+                found.append((n, article_id))
+        for n, key, _, limit in asks:
+            left[n, key] = left[n, key] - limit if read.get((n, key)) == limit else 0
+        asks = [
+            (n, key, oldest[n, key], min(HOLDERS_READ, left[n, key]))
+            for n, key, _, _ in asks
+            if taken[n, key] < POPULAR_HOLDERS and left[n, key] > 0
+        ]
     return found
 
 
-def _holders_before(wanted: list[tuple[int, int, int]], version: str) -> list[tuple]:
-    """Return (query number, key, article) for every holder of each (query number, key,
-    before) before `before` (a popular key has fewer than MAX_POPULAR_OWNERS), latest first."""
+def _holders_before(asks: list[tuple[int, int, int, int]], version: str) -> list[tuple]:
+    """Return (query number, key, article) for the `limit` latest holders of each (query
+    number, key, before, limit) before `before`."""
     with pg_cursor() as cursor:
         cursor.execute(
             """
             SELECT q.n, q.key, p.article_id
-            FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS q(n, key, before)
+            FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::int[])
+                AS q(n, key, before, lim)
             CROSS JOIN LATERAL (
                 SELECT DISTINCT article_id FROM dedup_passagekey
                 WHERE version = %s AND key = q.key AND article_id < q.before
                 ORDER BY article_id DESC
-                LIMIT %s
+                LIMIT q.lim
             ) AS p
             """,
-            [
-                int_array([i for i, _, _ in wanted]),
-                int_array([key for _, key, _ in wanted]),
-                int_array([before for _, _, before in wanted]),
-                version,
-                MAX_POPULAR_OWNERS,
-            ],
+            [*(int_array([ask[i] for ask in asks]) for i in range(4)), version],
             binary=True,
         )
         return cursor.fetchall()

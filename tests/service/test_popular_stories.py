@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dedup import services
+from dedup import index, services
 from dedup.engine.graph import components
-from dedup.engine.verify import MAX_PASSAGE_OWNERS, POPULAR_HOLDERS, Detector
-from dedup.index import caches
-from dedup.models import Match
+from dedup.engine.verify import MAX_PASSAGE_OWNERS, MAX_POPULAR_OWNERS, POPULAR_HOLDERS, Detector
+from dedup.index import caches, candidates
+from dedup.models import Match, Settings
 from tests.texts import FOOTER, reposted, stranger
 
 pytestmark = pytest.mark.django_db
@@ -59,3 +59,27 @@ def test_a_new_copy_checked_finds_the_latest_copies_before_it():
     answer = services.text_check(text=family[-6])
     matched = {m["article"] for m in answer["matches"]}
     assert matched <= set(ids) and set(ids[-POPULAR_HOLDERS:]) <= matched
+
+
+@pytest.mark.parametrize("read", [1, 3, 7])
+def test_holders_read_a_few_at_a_time_give_what_one_read_of_them_all_gives(monkeypatch, read):
+    # Copies of a story among quotes of one of its sentences (too short to be story holders):
+    # the latest holders of a key are mostly not story holders, so reading a few at a time
+    # takes several reads to find POPULAR_HOLDERS story holders.
+    family = reposted(40)
+    sentence = family[0].split("。")[3] + "。"
+    quotes = [stranger(700 + i, 1) + sentence for i in range(3 * MAX_PASSAGE_OWNERS)]
+    texts = [t for n, copy in enumerate(family) for t in [copy, *quotes[3 * n : 3 * n + 3]]]
+    ids = arrive(texts, chunk=400)
+    settings, version = index.processing_settings(Settings.load())
+    stored = index.features_load(article_ids=ids[-30:], version=version)
+    queries = sorted(stored.items())
+    found = {}
+    for size in (read, MAX_POPULAR_OWNERS):  # MAX_POPULAR_OWNERS: one read of them all
+        caches.caches_clear()
+        monkeypatch.setattr(candidates, "HOLDERS_READ", size)
+        found[size] = index.candidates_find_many(
+            queries=queries, version=version, plan=settings.plan(), k=settings.k_max
+        )
+    assert found[read] == found[MAX_POPULAR_OWNERS]
+    assert sum(len(some) for some in found[read]) > 30 * POPULAR_HOLDERS // 2

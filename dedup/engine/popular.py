@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dedup.engine.boilerplate import PassageOwners, own_holders
+from dedup.engine.boilerplate import BOILERPLATE_LEVEL, PassageOwners, own_holders
 from dedup.engine.features import Features
 
 # Passages held by more articles than this are boilerplate or popular: an article holding one
@@ -49,6 +49,46 @@ def popular_asks(features: Features, owners: np.ndarray) -> np.ndarray:
         return popular
     own = own_holders(features, owners)
     return popular & (owners < POPULAR_RATIO * own)
+
+
+def popular_asks_many(features: Sequence[Features], owners: np.ndarray) -> list[np.ndarray]:
+    """Return `popular_asks` of each of many articles at once, from how many articles hold
+    each of their keys (`owners`: all their passages', article after article). Only the
+    articles' length, passage keys and passage sizes are read."""
+    counts = np.array([len(f.passage_keys) for f in features], np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    owners = np.asarray(owners, np.int64)
+    eligible = (counts >= POPULAR_PASSAGES) & (
+        np.array([f.length for f in features], np.int64) >= POPULAR_LENGTH
+    )
+    article = np.repeat(np.arange(len(features)), counts)
+    popular = (owners > MAX_PASSAGE_OWNERS) & (owners < MAX_POPULAR_OWNERS) & eligible[article]
+    if not popular.any():
+        return [popular[starts[i] : starts[i + 1]] for i in range(len(features))]
+    own = _own_holders_many(features, owners, article, starts)
+    asks = popular & (owners < POPULAR_RATIO * own[article])
+    return [asks[starts[i] : starts[i + 1]] for i in range(len(features))]
+
+
+def _own_holders_many(features, owners, article, starts) -> np.ndarray:
+    """Return own_holders of each article (its passages' owners at the BOILERPLATE_LEVEL
+    quantile by shingles), as boilerplate._weighted_quantile computes it one by one."""
+    sizes = np.concatenate([np.asarray(f.passage_sizes, np.int64) for f in features] or [[]])
+    order = np.lexsort((owners, article))  # stable: by article, then owners
+    weights = np.maximum(sizes[order], 1)
+    cumulative = np.cumsum(weights)
+    before = np.concatenate([[0], cumulative])[starts[:-1]]  # each article's first, less one
+    local = cumulative - np.repeat(before, np.diff(starts))
+    total = np.zeros(len(features), np.int64)
+    has = np.diff(starts) > 0
+    total[has] = local[starts[1:][has] - 1]
+    # The first place where the cumulative weight reaches the quantile (searchsorted left).
+    short = local < BOILERPLATE_LEVEL * total[article]
+    at = np.add.reduceat(short, starts[:-1][has]) if has.any() else np.zeros(0, np.int64)
+    own = np.zeros(len(features), np.int64)
+    last = np.diff(starts)[has] - 1
+    own[has] = owners[order][starts[:-1][has] + np.minimum(at, last)]
+    return own
 
 
 def popular_pairs(features: Sequence[Features], owners: PassageOwners) -> np.ndarray:

@@ -8,10 +8,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
 from dedup.engine.verify import Features
+
+
+@dataclass(frozen=True)
+class Holder:
+    """What telling whether a stored article is a story holder needs (dedup.engine.popular)."""
+
+    length: int
+    passage_keys: np.ndarray
+    passage_sizes: np.ndarray
+
 
 # Features of recently matched articles, per worker process: a family of copies is verified
 # against the same originals again and again. Stored features never change under a version.
@@ -20,6 +31,11 @@ features_cache: OrderedDict[tuple[str, int], Features] = OrderedDict()
 features_lock = threading.Lock()  # guards every cache here
 
 sketch_cache: OrderedDict[tuple[str, int], tuple[int, np.ndarray]] = OrderedDict()
+# What popular-story look-ups read of a stored article (its length, passage keys and sizes:
+# dedup.index.duplicates.holders_load), per worker process: the latest holders of a popular
+# key are asked for again by every new article holding it. Kept apart from features_cache,
+# which the candidates verified need.
+holder_cache: OrderedDict[tuple[str, int], Holder] = OrderedDict()
 
 # Passage keys held by more than MAX_PASSAGE_OWNERS articles, per worker process: (version,
 # key) -> when (see dedup.index.candidates, which sets how many and for how long).
@@ -38,6 +54,7 @@ def caches_clear() -> None:
     with features_lock:
         features_cache.clear()
         sketch_cache.clear()
+        holder_cache.clear()
         hot_keys.clear()
         capped_keys.clear()
         unreadable_logged.clear()

@@ -14,6 +14,7 @@ import numpy as np
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine.plan import Plan
+from dedup.engine.popular import popular_asks_many
 from dedup.engine.verify import (
     MAX_PASSAGE_OWNERS,
     MAX_POPULAR_OWNERS,
@@ -240,19 +241,26 @@ def _holders_before(asks: list[tuple[int, int, int, int]], version: str) -> list
 
 def _story_keys(article_ids: set[int], counts, version: str) -> dict[int, set[int]]:
     """Return, for each of these stored articles that can be a story holder, the (signed)
-    keys it is a story holder of, from its features and its keys' holders (`counts`)."""
-    from dedup.index.duplicates import features_load  # duplicates imports this module
+    keys it is a story holder of, from its passages and its keys' holders (`counts`)."""
+    from dedup.index.duplicates import holders_load  # duplicates imports this module
 
-    stored = features_load(article_ids=article_ids, version=version)
+    stored = holders_load(article_ids=article_ids, version=version)
     stored = {
         a: f
         for a, f in stored.items()
         if len(f.passage_keys) >= POPULAR_PASSAGES and f.length >= POPULAR_LENGTH
     }
+    if not stored:
+        return {}
     counts.prefetch(f.passage_keys for f in stored.values())
+    keys = np.concatenate([f.passage_keys for f in stored.values()]).view(np.int64)
+    unique, inverse = np.unique(keys, return_inverse=True)
+    known = counts.counts
+    owners = np.array([known[k] for k in unique.tolist()], np.int64)[inverse]
+    asks = popular_asks_many(list(stored.values()), owners)
     return {
-        a: set(f.passage_keys[popular_asks(f, counts(f.passage_keys))].view(np.int64).tolist())
-        for a, f in stored.items()
+        a: set(f.passage_keys[mask].view(np.int64).tolist())
+        for (a, f), mask in zip(stored.items(), asks, strict=True)
     }
 
 

@@ -15,9 +15,11 @@ from dedup.engine.boilerplate import held_mask
 from dedup.engine.verify import Boilerplate, Detector, Duplicate, Features
 from dedup.index.boilerplate import StoredOwners
 from dedup.index.caches import (
+    Holder,
     cached_split,
     features_cache,
     features_lock,
+    holder_cache,
     sketch_cache,
     unreadable_logged,
 )
@@ -43,6 +45,36 @@ def features_load(*, article_ids: Iterable[int], version: str) -> dict[int, Feat
             if len(features_cache) > FEATURES_CACHED:
                 features_cache.popitem(last=False)
     return loaded
+
+
+HOLDERS_CACHED = 200_000  # about 60 MB per worker
+
+
+def holders_load(*, article_ids: Iterable[int], version: str) -> dict[int, Holder]:
+    """Return the length, passage keys and passage sizes of articles under a version (those
+    that have stored features), from this process's caches where they are."""
+    loaded, missing = cached_split(holder_cache, version, article_ids)
+    with features_lock:
+        for article_id in missing:
+            features = features_cache.get((version, article_id))
+            if features is not None:
+                loaded[article_id] = _holder(features)
+    missing = [a for a in missing if a not in loaded]
+    for article_id, features in _features_unpack(
+        _fingerprint_rows(missing, version, ("features",)), version
+    ).items():
+        loaded[article_id] = _holder(features)
+    with features_lock:
+        for article_id in missing:
+            if article_id in loaded:
+                holder_cache[version, article_id] = loaded[article_id]
+        while len(holder_cache) > HOLDERS_CACHED:
+            holder_cache.popitem(last=False)
+    return loaded
+
+
+def _holder(features: Features) -> Holder:
+    return Holder(features.length, features.passage_keys, features.passage_sizes)
 
 
 def _features_unpack(rows: Iterable[tuple[int, bytes]], version: str) -> dict[int, Features]:

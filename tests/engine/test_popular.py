@@ -3,12 +3,15 @@ candidates where they are not boilerplate in the article asking (dedup.engine.po
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import dedup.engine.popular as popular
 import dedup.engine.verify as verify
 from dedup.engine.graph import components
+from dedup.engine.popular import popular_asks, popular_asks_many
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, POPULAR_HOLDERS, Detector
 from tests.texts import FOOTER, reposted, stranger
 
@@ -56,3 +59,24 @@ def test_a_footer_under_many_articles_still_finds_no_candidates(detector, family
 
 def test_a_story_holder_is_as_long_as_a_text_verification_calls_short():
     assert popular.POPULAR_LENGTH == verify.SHORT
+
+
+def test_asks_of_many_articles_at_once_are_each_article_s_asks():
+    rng = np.random.default_rng(5)
+    some, owners = [], []
+    for _ in range(400):
+        passages = int(rng.integers(0, 12))
+        sizes = rng.integers(0, 30, passages)
+        some.append(
+            SimpleNamespace(
+                length=int(rng.choice([100, 139, 140, 800])),
+                passage_keys=rng.integers(0, 2**63, passages).astype(np.uint64),
+                passage_sizes=sizes,
+            )
+        )
+        # Ties, the limits (20, 21, 255, 256) and counts on both sides of 1.5 times.
+        owners.append(rng.choice([1, 2, 14, 20, 21, 30, 31, 45, 100, 255, 256, 300], passages))
+    many = popular_asks_many(some, np.concatenate(owners))
+    one_by_one = [popular_asks(f, o) for f, o in zip(some, owners, strict=True)]
+    assert [m.tolist() for m in many] == [o.tolist() for o in one_by_one]
+    assert sum(int(m.sum()) for m in many) > 100  # some articles ask

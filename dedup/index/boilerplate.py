@@ -64,9 +64,13 @@ class StoredOwners:
 
     def __call__(self, keys: np.ndarray) -> np.ndarray:
         keys = np.asarray(keys, np.uint64)
-        self.prefetch([keys])
-        get = self.counts.__getitem__
-        return np.array([get(k) for k in keys.view(np.int64).tolist()], dtype=np.int64)
+        signed = keys.view(np.int64).tolist()
+        get = self.counts.get
+        found = [get(k) for k in signed]
+        if None in found:  # most calls come after a prefetch of them all
+            self.prefetch([keys])
+            found = [get(k) for k in signed]
+        return np.array(found, dtype=np.int64)
 
 
 def passage_owner_counts(keys: list[int], version: str) -> dict[int, int]:

@@ -258,8 +258,9 @@ def _story_keys(article_ids: set[int], counts, version: str) -> dict[int, set[in
     known = counts.counts
     owners = np.array([known[k] for k in unique.tolist()], np.int64)[inverse]
     asks = popular_asks_many(list(stored.values()), owners)
+    none = frozenset()
     return {
-        a: set(f.passage_keys[mask].view(np.int64).tolist())
+        a: set(f.passage_keys[mask].view(np.int64).tolist()) if mask.any() else none
         for (a, f), mask in zip(stored.items(), asks, strict=True)
     }
 

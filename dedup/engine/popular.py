@@ -65,29 +65,33 @@ def popular_asks_many(features: Sequence[Features], owners: np.ndarray) -> list[
     popular = (owners > MAX_PASSAGE_OWNERS) & (owners < MAX_POPULAR_OWNERS) & eligible[article]
     if not popular.any():
         return [popular[starts[i] : starts[i + 1]] for i in range(len(features))]
-    own = _own_holders_many(features, owners, article, starts)
+    own = own_holders_many(features, owners)
     asks = popular & (owners < POPULAR_RATIO * own[article])
     return [asks[starts[i] : starts[i + 1]] for i in range(len(features))]
 
 
-def _own_holders_many(features, owners, article, starts) -> np.ndarray:
-    """Return own_holders of each article (its passages' owners at the BOILERPLATE_LEVEL
-    quantile by shingles), as boilerplate._weighted_quantile computes it one by one."""
+def own_holders_many(features: Sequence[Features], owners: np.ndarray) -> np.ndarray:
+    """Return own_holders of each of many articles (its passages' owners at the
+    BOILERPLATE_LEVEL quantile by shingles, as boilerplate._weighted_quantile computes it one
+    by one; 0 for an article without passages), from `owners` as popular_asks_many's."""
+    counts = np.array([len(f.passage_keys) for f in features], np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    owners = np.asarray(owners, np.int64)
+    article = np.repeat(np.arange(len(features)), counts)
     sizes = np.concatenate([np.asarray(f.passage_sizes, np.int64) for f in features] or [[]])
     order = np.lexsort((owners, article))  # stable: by article, then owners
-    weights = np.maximum(sizes[order], 1)
-    cumulative = np.cumsum(weights)
+    cumulative = np.cumsum(np.maximum(sizes[order], 1))
     before = np.concatenate([[0], cumulative])[starts[:-1]]  # each article's first, less one
-    local = cumulative - np.repeat(before, np.diff(starts))
+    local = cumulative - np.repeat(before, counts)
     total = np.zeros(len(features), np.int64)
-    has = np.diff(starts) > 0
+    has = counts > 0
     total[has] = local[starts[1:][has] - 1]
     # The first place where the cumulative weight reaches the quantile (searchsorted left).
     short = local < BOILERPLATE_LEVEL * total[article]
-    at = np.add.reduceat(short, starts[:-1][has]) if has.any() else np.zeros(0, np.int64)
     own = np.zeros(len(features), np.int64)
-    last = np.diff(starts)[has] - 1
-    own[has] = owners[order][starts[:-1][has] + np.minimum(at, last)]
+    if has.any():
+        at = np.add.reduceat(short, starts[:-1][has])
+        own[has] = owners[order][starts[:-1][has] + np.minimum(at, counts[has] - 1)]
     return own
 
 

@@ -36,6 +36,9 @@ sketch_cache: OrderedDict[tuple[str, int], tuple[int, np.ndarray]] = OrderedDict
 # key are asked for again by every new article holding it. Kept apart from features_cache,
 # which the candidates verified need.
 holder_cache: OrderedDict[tuple[str, int], Holder] = OrderedDict()
+# How many held each article's own text when last counted, and when (dedup.index.stories):
+# (version, article) -> (holders, time.monotonic()); a lower bound of today's.
+own_cache: dict[tuple[str, int], tuple[int, float]] = {}
 
 # Passage keys held by more than MAX_PASSAGE_OWNERS articles, per worker process: (version,
 # key) -> when (see dedup.index.candidates, which sets how many and for how long).
@@ -55,6 +58,7 @@ def caches_clear() -> None:
         features_cache.clear()
         sketch_cache.clear()
         holder_cache.clear()
+        own_cache.clear()
         hot_keys.clear()
         capped_keys.clear()
         unreadable_logged.clear()

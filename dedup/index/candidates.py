@@ -14,7 +14,6 @@ import numpy as np
 
 from dedup.db import int_array, pg_cursor
 from dedup.engine.plan import Plan
-from dedup.engine.popular import popular_asks_many
 from dedup.engine.verify import (
     MAX_PASSAGE_OWNERS,
     MAX_POPULAR_OWNERS,
@@ -184,8 +183,9 @@ def _popular_holders(
 
 # Holders of a popular key are read latest first, this many at a time, until POPULAR_HOLDERS
 # story holders are found or MAX_POPULAR_OWNERS read: a story's copies are nearly all story
-# holders, so one read usually does, and only the holders read have their features loaded.
-HOLDERS_READ = 2 * POPULAR_HOLDERS
+# holders (95% of the holders read in a chunk of the pipeline bench), so one read usually
+# does, and only the holders read are looked at (dedup.index.stories).
+HOLDERS_READ = POPULAR_HOLDERS + POPULAR_HOLDERS // 4
 
 
 def _story_holders_before(
@@ -193,18 +193,22 @@ def _story_holders_before(
 ) -> list[tuple[int, int]]:
     """Return (query number, article) for the POPULAR_HOLDERS latest story holders of each
     (query number, key, before) before `before`, among its MAX_POPULAR_OWNERS latest holders."""
-    found, story = [], {}
+    from dedup.index.stories import story_pairs  # stories imports this module
+
+    found, story, checked = [], set(), set()
     left = {(n, key): MAX_POPULAR_OWNERS for n, key, _ in wanted}  # holders still to read
     taken = dict.fromkeys(left, 0)
     asks = [(n, key, before, min(HOLDERS_READ, MAX_POPULAR_OWNERS)) for n, key, before in wanted]
     while asks:
         rows = _holders_before(asks, version)
-        story.update(_story_keys({a for _, _, a in rows} - story.keys(), counts, version))
+        asked = {(a, key) for _, key, a in rows} - checked
+        story |= story_pairs(asked, counts, version)
+        checked |= asked
         read, oldest = {}, {}
         for n, key, article_id in sorted(rows, key=lambda row: (row[0], row[1], -row[2])):
             read[n, key] = read.get((n, key), 0) + 1
             oldest[n, key] = article_id
-            if key in story.get(article_id, ()) and taken[n, key] < POPULAR_HOLDERS:
+            if (article_id, key) in story and taken[n, key] < POPULAR_HOLDERS:
                 taken[n, key] += 1
                 found.append((n, article_id))
         for n, key, _, limit in asks:
@@ -237,32 +241,6 @@ def _holders_before(asks: list[tuple[int, int, int, int]], version: str) -> list
             binary=True,
         )
         return cursor.fetchall()
-
-
-def _story_keys(article_ids: set[int], counts, version: str) -> dict[int, set[int]]:
-    """Return, for each of these stored articles that can be a story holder, the (signed)
-    keys it is a story holder of, from its passages and its keys' holders (`counts`)."""
-    from dedup.index.duplicates import holders_load  # duplicates imports this module
-
-    stored = holders_load(article_ids=article_ids, version=version)
-    stored = {
-        a: f
-        for a, f in stored.items()
-        if len(f.passage_keys) >= POPULAR_PASSAGES and f.length >= POPULAR_LENGTH
-    }
-    if not stored:
-        return {}
-    counts.prefetch(f.passage_keys for f in stored.values())
-    keys = np.concatenate([f.passage_keys for f in stored.values()]).view(np.int64)
-    unique, inverse = np.unique(keys, return_inverse=True)
-    known = counts.counts
-    owners = np.array([known[k] for k in unique.tolist()], np.int64)[inverse]
-    asks = popular_asks_many(list(stored.values()), owners)
-    none = frozenset()
-    return {
-        a: set(f.passage_keys[mask].view(np.int64).tolist()) if mask.any() else none
-        for (a, f), mask in zip(stored.items(), asks, strict=True)
-    }
 
 
 _LAST_ID = (1 << 63) - 1

@@ -10,7 +10,7 @@ import pytest
 from dedup import index, services
 from dedup.engine.graph import components
 from dedup.engine.verify import MAX_PASSAGE_OWNERS, MAX_POPULAR_OWNERS, POPULAR_HOLDERS, Detector
-from dedup.index import caches, candidates
+from dedup.index import caches, candidates, stories
 from dedup.models import Match, Settings
 from tests.texts import FOOTER, reposted, stranger
 
@@ -83,3 +83,29 @@ def test_holders_read_a_few_at_a_time_give_what_one_read_of_them_all_gives(monke
         )
     assert found[read] == found[MAX_POPULAR_OWNERS]
     assert sum(len(some) for some in found[read]) > 30 * POPULAR_HOLDERS // 2
+
+
+def test_story_holders_confirmed_by_their_last_count_are_not_counted_again(monkeypatch):
+    family = reposted(50)
+    ids = arrive(family, chunk=400)
+    settings, version = index.processing_settings(Settings.load())
+    queries = sorted(index.features_load(article_ids=ids[-10:], version=version).items())
+    counted = []
+    own_counted = stories._own_counted
+    monkeypatch.setattr(
+        stories,
+        "_own_counted",
+        lambda ids, *rest: counted.append(len(ids)) or own_counted(ids, *rest),
+    )
+    caches.caches_clear()
+    found = []
+    for _ in range(2):  # cold, then with what the first look-up counted
+        counted.append(0)
+        found.append(
+            index.candidates_find_many(
+                queries=queries, version=version, plan=settings.plan(), k=settings.k_max
+            )
+        )
+    cold, warm = sum(counted[: counted.index(0, 1)]), sum(counted[counted.index(0, 1) :])
+    assert found[0] == found[1] and sum(map(len, found[0])) >= 5 * POPULAR_HOLDERS
+    assert cold >= POPULAR_HOLDERS and warm == 0

@@ -56,8 +56,9 @@ MIN_ALONE = 8
 # passage of each (u2, or u4 with the WIDE flag: more than 65,536 passages), the passage keys
 # (u8), the facts (u4).
 _FEATURES_MAGIC = b"DDF\x00"
-# 3: units and the unit count in the header; 4: mail headers left out; 5: the facts
-FEATURES_FORMAT = 5
+# 3: units and the unit count in the header; 4: mail headers left out; 5: the facts; 6: passages
+# cut where wrapped lines and list items are marked (dedup.engine.marks)
+FEATURES_FORMAT = 6
 _FEATURES_HEADER = struct.Struct("<4sBBQQIIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
@@ -176,9 +177,11 @@ def passage_lines(units: str) -> str:
     tail the one before; short lines join the next one of their paragraph (a heading its
     text, a footer's lines one another); a short paragraph (a signature, a dateline) joins
     the passage before it, or the next at the start; a paragraph's short last lines, or a
-    short paragraph, of MIN_ALONE units or more stand alone. So a paragraph or a line that
-    many articles hold (a footer, a template's fixed sentence) is a passage of its own
-    wherever it stands, and its key is the same in all.
+    short paragraph, of MIN_ALONE units or more stand alone, and so does a short list item
+    (a line dedup.engine.marks marked as one: a changelog's entry, quoted among other
+    entries, is cut as in its own text). So a paragraph or a line that many articles hold
+    (a footer, a template's fixed sentence) is a passage of its own wherever it stands, and
+    its key is the same in all.
     """
     least = MIN_PASSAGE_GRAMS + GRAM - 1
     text = units.replace(" \n", "\t").replace(",", "").replace(" ", "")
@@ -211,12 +214,15 @@ def _paragraph_passages(paragraph: str, least: int) -> list[str]:
     found: list[str] = []
     carry = ""
     for line in paragraph.split("\n"):
+        item = line.endswith("\t\t")  # a list item (dedup.engine.marks.ITEM_MARK)
         passages = _joined(line.split("\t"), least)
         if not passages:
             continue
         passages[0] = carry + passages[0]
         carry = ""
-        if len(passages) == 1 and len(passages[0]) < least:  # a short line joins the next
+        # A short line joins the next, a list item of MIN_ALONE units or more does not.
+        short = len(passages) == 1 and len(passages[0]) < least
+        if short and not (item and len(passages[0]) >= MIN_ALONE):
             carry = passages[0]
             continue
         found += passages

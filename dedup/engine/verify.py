@@ -23,7 +23,6 @@ popular story, the story's passages are held by fifty and are its text.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -53,6 +52,7 @@ from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine
     units_of,
 )
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
+from dedup.engine.marks import mark_passages
 from dedup.engine.merge import partial_passages, shared_count, shared_counts
 from dedup.engine.pairs import pairs, pairs_within_runs
 from dedup.engine.popular import (  # noqa: F401 (callers import them from here too)
@@ -66,15 +66,6 @@ from dedup.engine.popular import (  # noqa: F401 (callers import them from here 
 )
 from dedup.engine.text import junk_share, normalise, strip_html, without_mail_headers
 
-# Sentence ends are marked before normalising (_SENTENCE_MARK), so passages can be cut there.
-_SENTENCE_ENDS = "。！？；!?;"
-# A full stop ends a sentence of a spaced script where a word (not a number, as in "3.14" or
-# "v2.") ends before it and a space follows.
-_FULL_STOP = re.compile(r"(?<=[^\W\d_]{2})\.(?=\s)")
-_LINE_END = re.compile(r"[^\S\n]+\n")  # white space before a line break
-# Marked after a sentence end: " \n" (normalised text has no space before a line break
-# otherwise), so that sentences, lines and paragraphs can be told apart (passage_lines).
-_SENTENCE_MARK = " \n"
 # A pair whose shorter article has fewer characters than this (normalised, separators left
 # out) is near at a lower Jaccard (`near_short`): one changed sentence of a 100-character text
 # changes a third of its shingles. Measured on the detection corpus (docs/benchmarks.md).
@@ -128,14 +119,7 @@ class Detector:
 
     def _normalised_passages(self, text: str) -> str:
         marked = strip_html(text) if self.config.strip_html else text
-        if " \n" in marked or "\t\n" in marked or "\r\n" in marked:
-            marked = _LINE_END.sub("\n", marked)
-        for end in _SENTENCE_ENDS:
-            if end in marked:
-                marked = marked.replace(end, end + _SENTENCE_MARK)
-        if ". " in marked or ".\n" in marked or ".\t" in marked:
-            marked = _FULL_STOP.sub("." + _SENTENCE_MARK, marked)
-        return normalise(marked, self._config_no_html)
+        return normalise(mark_passages(marked), self._config_no_html)
 
     def _fingerprint(self, text: str, normal: str) -> Fingerprint:
         # The sentence marks are separators, like the punctuation they follow: the article's

@@ -1,24 +1,28 @@
 """The web tier under load while an upload is processed: N clients for a fixed time.
 
     ./dev bench load     (or: python -m bench.load [--clients 20] [--seconds 60] [--think 1]
-                          [--rounds 2] [--upload 15000])
+                          [--rounds 2] [--upload 20000])
 
 A fresh database (`dedup_bench_load`, or DEDUP_BENCH_DB) on 127.0.0.1:5432 and Redis
 (DEDUP_BENCH_REDIS_URL, db 9 by default) under the key prefix `bench-load:`; gunicorn as the
 image runs it (gunicorn.conf.py: workers and threads) on a free port and one Celery worker
 (prefork, 2 processes). First a corpus is loaded and processed (the queue then has pairs to
-show); then rounds alternate, each the upload of a new file of the same size: ingestion
-alone, loaded, alone, loaded, alone (`--rounds` loaded rounds per `--think`). A round's rate
-is the articles processed over its window: from the upload to its end or to the end of the
-load's time, whichever comes first (the rest of the upload is processed before the next
-round, uncounted). The upload is large enough that ingestion spans most of the window alone
-and all of it under the load, so that one slow stretch of a shared machine weighs little.
+show); then rounds alternate, each the upload of the same file: ingestion alone, loaded,
+alone, loaded, alone (`--rounds` loaded rounds per `--think`). A round's rate is the articles
+processed over its window: from the upload to its end or to the end of the load's time,
+whichever comes first. The rest of the upload is processed after the window, uncounted; then
+the upload is deleted (services.upload_delete) and the database vacuumed, so that every round
+does the same work on the same index (the synthetic stream's filler recombines one month's
+paragraphs: an index grown by an upload a round makes each look-up slower, and the rounds
+would measure that). The upload is large enough that ingestion spans most of the window
+alone and all of it under the load, so that one slow stretch of a shared machine weighs
+little.
 In a loaded round N clients, each in its own thread, ask in turn for the queue, the compare
 page of a matched pair, `POST /api/check` with an article's text and `GET
 /api/articles/<id>`, waiting a random think time after each answer (1 s: editors at work;
 0: back to back, the web tier saturated). Each loaded round's rate is taken as a share of the
-mean of the alone rounds either side of it (the index grows by an upload a round); the
-figure is the mean of those shares, each round's shown. Each endpoint's requests per second,
+mean of the alone rounds either side of it; the figure is the mean of those shares, each
+round's shown. Each endpoint's requests per second,
 p50, p99 and errors per round, and the CPU each role used per round (bench/cpumeter.py:
 gunicorn, the clients, the worker, their PostgreSQL backends and the rest of the machine)
 go to bench/results/load.md. Everything runs on this machine's cores, the clients too:
@@ -141,6 +145,17 @@ def upload_finish(batch) -> None:
     upload_watch(batch, start, start + DRAIN_TIMEOUT)
 
 
+def upload_undone(batch) -> None:
+    """Delete the upload with all that hangs on it, then vacuum: the index as before it."""
+    import psycopg
+
+    from dedup import services
+
+    services.upload_delete(upload_id=batch.pk)
+    with psycopg.connect(f"{SERVER_URL}/{DB_NAME}", autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE)")
+
+
 def round_run(run: Round, path: Path, args, groups: dict, clients: Clients | None) -> None:
     """Time the upload of `path` over at most the load's time, the clients asking if any;
     fill in the round's figures, then wait until the upload is processed."""
@@ -160,19 +175,16 @@ def round_run(run: Round, path: Path, args, groups: dict, clients: Clients | Non
         run.load_cpu = {**meters[1].stop(), "seconds": until - asking, "requests": requests}
     print(f"  round {run.number} ({run.name}): {run.rate:,.1f} articles/s", flush=True)
     upload_finish(batch)
+    upload_undone(batch)
 
 
-def files_written(args) -> tuple[list[dict], dict[str, Path], list[Round]]:
-    """Write the corpus and one upload per round; return the rows, the files and rounds."""
-    planned = rounds_planned(args.think, args.rounds)
-    rows, _ = build_stream(args.corpus + len(planned) * args.upload, args.seed)
-    paths = {"corpus": WORK_DIR / "load-corpus.jsonl"}
+def files_written(args) -> tuple[list[dict], dict[str, Path]]:
+    """Write the corpus and the rounds' upload; return the rows and the files."""
+    rows, _ = build_stream(args.corpus + args.upload, args.seed)
+    paths = {"corpus": WORK_DIR / "load-corpus.jsonl", "upload": WORK_DIR / "load-upload.jsonl"}
     write_jsonl(rows[: args.corpus], paths["corpus"])
-    for run in planned:
-        start = args.corpus + (run.number - 1) * args.upload
-        paths[run.number] = WORK_DIR / f"load-round{run.number}.jsonl"
-        write_jsonl(rows[start : start + args.upload], paths[run.number])
-    return rows, paths, planned
+    write_jsonl(rows[args.corpus :], paths["upload"])
+    return rows, paths
 
 
 def arguments() -> argparse.Namespace:
@@ -187,8 +199,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="loaded rounds per think")
     parser.add_argument("--corpus", type=int, default=3000, help="articles loaded first")
     parser.add_argument(
-        "--upload", type=int, default=15000,
-        help="articles per round's upload: more than the load's time processes",
+        "--upload", type=int, default=20000,
+        help="articles of each round's upload: more than the load's time processes",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
     return parser.parse_args()
@@ -207,7 +219,8 @@ def main() -> None:
     from bench.load_report import report
     from dedup.models import Article, Match
 
-    rows, paths, planned = files_written(args)
+    rows, paths = files_written(args)
+    planned = rounds_planned(args.think, args.rounds)
     workers = Workers(named(env, "worker"), 2, "prefork")
     server = None
     try:
@@ -228,7 +241,7 @@ def main() -> None:
                 clients = Clients(port, cookie, token, pairs, texts, ids)
                 clients.warm()
             print(f"Round {run.number}: {run.name}...", flush=True)
-            round_run(run, paths[run.number], args, groups, clients)
+            round_run(run, paths["upload"], args, groups, clients)
     finally:
         if server is not None:
             os.killpg(server.pid, signal.SIGTERM)

@@ -114,16 +114,18 @@ def report(args, rounds: list) -> None:
         "# The web tier under load during an upload (bench/load.py)\n",
         f"{args.clients} clients against gunicorn ({served()}) and one Celery worker (2 "
         f"processes), after a corpus of {args.corpus:,} articles; the clients run on the same "
-        "cores. Rounds alternate, each the upload of a new file of "
+        "cores. Rounds alternate, each the upload of the same file of "
         f"{args.upload:,} articles: ingestion alone, then loaded and alone again, "
         f"{args.rounds} loaded round(s) per think time. A round's window runs from the upload "
         f"to its end or to {args.seconds:.0f} s, whichever comes first; the rest of the upload "
-        "is processed before the next round, uncounted. In a loaded round the clients ask the "
+        "is processed after it, uncounted, then the upload is deleted and the database "
+        "vacuumed: every round does the same work on the same index. In a loaded round the "
+        "clients ask the "
         "queue, a compare page, `POST /api/check` and `GET /api/articles/<id>` in turn for "
         f"{args.seconds:.0f} s, waiting a random time (exponential, mean `think`) after each "
         "answer: 1 s is 20 editors working without pause; 0 is back to back, the web tier "
         "saturated. A loaded round's rate is a share of the mean of the alone rounds either "
-        "side of it (the index grows by an upload a round).\n",
+        "side of it.\n",
         verdict(rounds) + "\n",
         *ingestion_lines(args, rounds),
         *latency_lines(args, rounds),

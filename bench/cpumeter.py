@@ -106,32 +106,26 @@ class CpuMeter:
         return dict(totals)
 
 
-ALONE = ("alone before", "alone after")
 ROLES = ("web", "web SQL", "clients", "worker", "worker SQL", "others")
 
 
-def cpu_table(cpu: dict) -> list[str]:
-    """Return the lines of a table of CPU seconds per role and window: {"alone before":
-    used, "alone after": used, think: {"upload": used, "load": used}}, each `used` with its
-    "seconds" (and, over a load, its "requests": the web's CPU per request follows)."""
+def cpu_table(windows: list[tuple[str, dict, dict | None]]) -> list[str]:
+    """Return the lines of a table of CPU seconds per role: a row per (name, used, load),
+    `used` with its "seconds"; `load`, if any, the CPU over a load with its "requests", of
+    which the web tier's CPU per request follows."""
     lines = [
-        "CPU seconds used (bench/cpumeter.py: each role's processes and PostgreSQL backends; "
-        "clients: the bench's process; others: the rest of the machine, other work on it "
-        f"included); {os.cpu_count()} cores: a window of 10 s holds {10 * os.cpu_count()} "
-        "CPU seconds.\n",
-        "| window | seconds | " + " | ".join(ROLES) + " | web per request ms |",
+        "CPU seconds used in each round's window (bench/cpumeter.py: each role's processes and "
+        "PostgreSQL backends; clients: the bench's process; others: the rest of the machine, "
+        f"other work on it included); {os.cpu_count()} cores: a window of 10 s holds "
+        f"{10 * os.cpu_count()} CPU seconds. Web per request: over the whole load.\n",
+        "| round | seconds | " + " | ".join(ROLES) + " | web per request ms |",
         "|---|---:|" + "---:|" * (len(ROLES) + 1),
     ]
-    windows = [(f"ingestion {name}", used) for name, used in cpu.items() if name in ALONE]
-    for think, used in cpu.items():
-        if think not in ALONE:
-            windows.append((f"think {think:g} s: during the upload", used["upload"]))
-            windows.append((f"think {think:g} s: the whole load", used["load"]))
-    for name, used in windows:
+    for name, used, load in windows:
         per_request = ""
-        if used.get("requests"):
-            web = used.get("web", 0.0) + used.get("web SQL", 0.0)
-            per_request = f"{web / used['requests'] * 1000:,.1f}"
+        if load and load.get("requests"):
+            web = load.get("web", 0.0) + load.get("web SQL", 0.0)
+            per_request = f"{web / load['requests'] * 1000:,.1f}"
         cells = " | ".join(f"{used.get(role, 0.0):,.1f}" for role in ROLES)
         lines.append(f"| {name} | {used['seconds']:,.1f} | {cells} | {per_request} |")
     return lines

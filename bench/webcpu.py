@@ -23,7 +23,8 @@ import random
 import sys
 import time
 
-from bench.load import DB_NAME, ENDPOINTS, environment
+from bench.load import DB_NAME, environment
+from bench.load_clients import ENDPOINTS
 
 EDITOR = "load-editor"
 
@@ -32,7 +33,7 @@ def callers() -> tuple[str, str]:
     """The editor's session key and API token bench/load.py made; made here if missing."""
     from django.contrib.auth.models import User
 
-    from bench.load import credentials
+    from bench.load_clients import credentials
 
     User.objects.filter(username=EDITOR).delete()
     return credentials()
@@ -110,7 +111,8 @@ def served(clients, count: int) -> None:
     import signal
 
     from bench.cpumeter import CpuMeter
-    from bench.load import SERVER_URL, free_port, gunicorn
+    from bench.load import SERVER_URL
+    from bench.load_clients import free_port, gunicorn
 
     clients.port = free_port()
     server = gunicorn(environment(), clients.port)
@@ -155,7 +157,7 @@ def main() -> None:
     from django.conf import settings
     from django.core.handlers.wsgi import WSGIHandler
 
-    from bench.load import Clients
+    from bench.load_clients import Clients
     from dedup.models import Article, Match
     from webui.warm import warm
 

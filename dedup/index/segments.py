@@ -241,13 +241,15 @@ def _index_scans(cursor) -> Iterator[None]:
         [*names, *names],
     )
     before = cursor.fetchone()[:2]
-    try:
-        yield
-    finally:
-        cursor.execute(
-            "SELECT set_config(%s, %s, true), set_config(%s, %s, true)",
-            [names[0], before[0], names[1], before[1]],
-        )
+    # Set back only after success: a statement that failed (a check's statement_timeout) has
+    # aborted the transaction, so a statement here would replace its error with "current
+    # transaction is aborted"; rolling back the savepoint or the transaction undoes these
+    # settings (set_config local to the transaction) anyway.
+    yield
+    cursor.execute(
+        "SELECT set_config(%s, %s, true), set_config(%s, %s, true)",
+        [names[0], before[0], names[1], before[1]],
+    )
 
 
 def _nearest(hit: tuple[int, int]) -> tuple[int, int]:

@@ -118,15 +118,17 @@ def _text_checked(text: str, k: int | None) -> dict:
 def _matches_described(found: list, text: str) -> list[dict]:
     """Return the API's description of each duplicate found, most similar first (an article
     with exactly this text is an exact copy)."""
-    names = {
-        pk: (title, external_id)
-        for pk, title, external_id in Article.objects.filter(
-            id__in=[d.b for d in found]
-        ).values_list("id", "title", "external_id")
-    }
-    exact = set(
-        Article.objects.filter(content_hash=Article.hash_body(text)).values_list("id", flat=True)
+    if not found:
+        return []
+    # The duplicates' names and whether each has exactly this text, in one statement.
+    digest = Article.hash_body(text)
+    rows = list(
+        Article.objects.filter(id__in=[d.b for d in found]).values_list(
+            "id", "title", "external_id", "content_hash"
+        )
     )
+    names = {pk: (title, external_id) for pk, title, external_id, _ in rows}
+    exact = {pk for pk, _, _, content_hash in rows if content_hash == digest}
     matches = [
         {
             "article": d.b,

@@ -93,11 +93,13 @@ def test_a_check_whose_queries_wait_too_long_is_answered_503(settings):
     settings.DEDUP_CHECK_SECONDS = 1
     key = ApiToken.issue(roles.user_in("editor", "crawler"), name="t")[1]
     client = Client(HTTP_AUTHORIZATION=f"Token {key}")
-    other = connections.create_connection("default")  # holds the article table meanwhile
+    # Holds the segment index meanwhile: every check's look-up reads it (a check that finds
+    # nothing reads no article).
+    other = connections.create_connection("default")
     try:
         other.set_autocommit(False)
         with other.cursor() as cursor:
-            cursor.execute("LOCK TABLE dedup_article IN ACCESS EXCLUSIVE MODE")
+            cursor.execute("LOCK TABLE dedup_segment IN ACCESS EXCLUSIVE MODE")
         began = time.monotonic()
         response = client.post("/api/check", {"text": stranger(1)}, content_type="application/json")
         waited = time.monotonic() - began

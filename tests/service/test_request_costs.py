@@ -1,5 +1,5 @@
-"""What a request costs the database: the statements the API's authentication and the review
-pages send (bench/webcpu.py measures their CPU; bench/results/load.md the load)."""
+"""What a request costs the database: the statements the API's authentication, `api/check`
+and the review pages send (bench/webcpu.py measures their CPU; bench/results/load.md the load)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from dedup import services
 from dedup.models import ApiToken, Article
+from tests.texts import ARTICLE, EXACT, NEAR, OTHER, stranger
 
 pytestmark = pytest.mark.django_db
 
@@ -84,3 +86,24 @@ def test_group_permission_is_honoured_and_a_missing_one_refused(reader_key, arti
     response = client.post("/api/articles", [{"text": TEXT}], content_type="application/json")
     assert response.status_code == 403
     assert "dedup.add_uploadbatch" in response.json()["error"]
+
+
+def _article_reads(text: str) -> tuple[list[dict], list[str]]:
+    with CaptureQueriesContext(connection) as queries:
+        matches = services.text_check(text=text)["matches"]
+    reads = [q["sql"] for q in queries.captured_queries if 'FROM "dedup_article"' in q["sql"]]
+    return matches, reads
+
+
+def test_check_reads_its_duplicates_in_one_statement_and_none_without():
+    ids = [a.pk for a in services.articles_ingest(rows=[{"title": "原文", "body": ARTICLE}])]
+    ids += [a.pk for a in services.articles_ingest(rows=[{"title": "别的", "body": OTHER}])]
+    services.articles_process(article_ids=ids)
+    matches, reads = _article_reads(EXACT)
+    assert [(m["article"], m["kind"], m["title"]) for m in matches] == [(ids[0], "exact", "原文")]
+    assert len(reads) == 1, reads
+    matches, reads = _article_reads(NEAR)
+    assert [(m["article"], m["kind"]) for m in matches] == [(ids[0], "near")]
+    assert len(reads) == 1, reads
+    matches, reads = _article_reads(stranger(7))
+    assert matches == [] and reads == []

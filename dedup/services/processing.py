@@ -235,7 +235,7 @@ def _articles_claim(
                 WHERE d.status = %s
                     OR (d.status = %s AND (d.claimed_at IS NULL OR d.claimed_at <= %s))
                 ORDER BY d.id
-                FOR UPDATE OF d SKIP LOCKED
+                FOR NO KEY UPDATE OF d SKIP LOCKED
             ) AS free
             WHERE a.id = free.id
             RETURNING a.id, a.body, a.content_hash, a.upload_id, EXISTS (

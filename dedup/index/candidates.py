@@ -77,7 +77,7 @@ def candidates_find_many(
     for i, some in enumerate(keys):
         for key in some:
             found[i].update(owners.get(key, ()))
-    for i, article_id in _popular_holders(queries, keys, owners, hot, version):
+    for i, article_id in _popular_holders(queries, keys, owners, hot, version, counted):
         found[i].add(article_id)
     for (exclude, _), some in zip(queries, found, strict=True):
         some.discard(exclude)
@@ -150,11 +150,13 @@ def _popular_holders(
     owners: dict[int, list[int]],
     hot: set[int],
     version: str,
+    counted: dict[int, int] | None = None,
 ) -> list[tuple[int, int]]:
     """Return (query number, article) for the POPULAR_HOLDERS story holders before each
     query (by id; the latest, for a text not stored) of each key held by more than
     MAX_PASSAGE_OWNERS articles that the query is a story holder of (dedup.engine.popular);
-    keys' holders counted as verification counts them (dedup.index.boilerplate)."""
+    keys' holders counted as verification counts them (dedup.index.boilerplate), and left in
+    `counted` for it: the story holders read are verified next, their keys counted once."""
     from dedup.index.boilerplate import StoredOwners  # boilerplate imports this module
 
     asking = [
@@ -178,7 +180,10 @@ def _popular_holders(
         asks = popular_asks(features, counts(features.passage_keys))
         before = _LAST_ID if exclude is None else exclude
         wanted += [(i, key, before) for key in {keys[i][p] for p in np.flatnonzero(asks)}]
-    return _story_holders_before(wanted, counts, version) if wanted else []
+    found = _story_holders_before(wanted, counts, version) if wanted else []
+    if counted is not None:
+        counted.update(counts.counts)
+    return found
 
 
 # Holders of a popular key are read latest first, this many at a time, until POPULAR_HOLDERS

@@ -109,3 +109,39 @@ def test_story_holders_confirmed_by_their_last_count_are_not_counted_again(monke
     cold, warm = sum(counted[: counted.index(0, 1)]), sum(counted[counted.index(0, 1) :])
     assert found[0] == found[1] and sum(map(len, found[0])) >= 5 * POPULAR_HOLDERS
     assert cold >= POPULAR_HOLDERS and warm == 0
+
+
+def test_verification_counts_no_key_the_story_look_up_counted(monkeypatch):
+    # The story holders a look-up reads are the candidates verified next: their keys' holders
+    # were counted by the look-up, and verification (its StoredOwners) counts none again.
+    from dedup.index import boilerplate
+
+    family = reposted(40)
+    ids = arrive(family[:-10], chunk=400)
+    settings, version = index.processing_settings(Settings.load())
+    queries = sorted(index.features_load(article_ids=ids[-10:], version=version).items())
+    asked: list[set[int]] = []
+    count = boilerplate.passage_owner_counts
+    monkeypatch.setattr(
+        boilerplate,
+        "passage_owner_counts",
+        lambda keys, version: asked[-1].update(keys) or count(keys, version),
+    )
+    caches.caches_clear()
+    counted: dict[int, int] = {}
+    asked.append(set())
+    found = index.candidates_find_many(
+        queries=queries, version=version, plan=settings.plan(), k=settings.k_max, counted=counted
+    )
+    looked_up = asked[-1]
+    asked.append(set())
+    verdicts = index.duplicates_find_many(
+        queries=queries, candidates=found, version=version, detector=Detector(), counted=counted
+    )
+    assert len(looked_up) >= POPULAR_HOLDERS and not looked_up & asked[-1]
+    # The same verdicts as verification counting every key itself.
+    asked.append(set())
+    again = index.duplicates_find_many(
+        queries=queries, candidates=found, version=version, detector=Detector()
+    )
+    assert verdicts == again and sum(map(len, verdicts)) >= 10 * POPULAR_HOLDERS // 2

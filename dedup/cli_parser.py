@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     _config_arguments(fingerprint)
     _add_pairs(commands)
     _add_clusters(commands)
-    spark_command.add_command(commands, parents=[_add_duplicates(commands)])
+    _add_duplicates(commands)
+    spark_command.add_command(commands, shared=[_verification_arguments, _config_arguments])
     _add_plan(commands)
     return parser
 
@@ -100,7 +101,7 @@ def _distance_arguments(command: argparse.ArgumentParser) -> None:
     _config_arguments(command)
 
 
-def _add_duplicates(commands) -> argparse.ArgumentParser:
+def _add_duplicates(commands) -> None:
     duplicates = commands.add_parser(
         "duplicates",
         help="verified duplicates: near copies and partial copies, with the passages they share",
@@ -110,7 +111,14 @@ def _add_duplicates(commands) -> argparse.ArgumentParser:
     duplicates.add_argument(
         "--with-text", action="store_true", help="add the text of each shared passage"
     )
-    settings = duplicates.add_argument_group(
+    _verification_arguments(duplicates)
+    _config_arguments(duplicates)
+    return duplicates
+
+
+def _verification_arguments(command: argparse.ArgumentParser) -> None:
+    """The verification settings of duplicates and spark (the same verdicts)."""
+    settings = command.add_argument_group(
         "verification", "the service's settings of the same names; their defaults by default"
     )
     settings.add_argument("--near", type=_share, help="least Jaccard similarity of a near copy")
@@ -128,8 +136,6 @@ def _add_duplicates(commands) -> argparse.ArgumentParser:
     settings.add_argument(
         "--k-max", type=int, help="largest fingerprint distance of a candidate pair"
     )
-    _config_arguments(duplicates)
-    return duplicates
 
 
 def _add_plan(commands) -> None:

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from dedup.engine import Config
 
 EXIT_OK, EXIT_SKIPPED, EXIT_USAGE = 0, 1, 2
 
 
-def add_command(commands, parents: list[argparse.ArgumentParser]) -> None:
-    """Add the `spark` sub-command, with every option of `parents` (the duplicates command's:
-    the same verdicts)."""
+def add_command(commands, shared: list[Callable[[argparse.ArgumentParser], None]]) -> None:
+    """Add the `spark` sub-command, with the options that each of `shared` adds (the
+    duplicates command's verification and configuration: the same verdicts). Not as argparse
+    parents with conflicts resolved: that takes the option strings off the parent's own
+    actions, and `duplicates --help` then showed --input, --jobs and --with-text as
+    positional arguments."""
     spark = commands.add_parser(
         "spark",
-        parents=parents,
-        conflict_handler="resolve",
         help="the duplicates command on Spark (local or a cluster): pairs and clusters to files",
         description=(
             "Find what `duplicates` finds, on Spark: read JSON Lines or Parquet (id, text), "
@@ -54,8 +56,8 @@ def add_command(commands, parents: list[argparse.ArgumentParser]) -> None:
         help="partitions of the input and of every shuffle (default: one per local core, "
         "else the cluster's spark.sql.shuffle.partitions)",
     )
-    spark.add_argument("--jobs", "-j", type=int, default=1, help=argparse.SUPPRESS)
-    spark.add_argument("--with-text", action="store_true", help=argparse.SUPPRESS)
+    for add in shared:
+        add(spark)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

@@ -342,3 +342,15 @@ def test_duplicates_take_the_services_verification_settings(tmp_path, capsys):
         main(["duplicates", "-i", str(source), "--partial", "1.5"])
     assert exit_.value.code == EXIT_USAGE
     assert "must be a number from 0 to 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["duplicates", "spark", "fingerprint"])
+def test_help_shows_every_option_as_an_option(command, capsys):
+    # The spark command shares duplicates' options: sharing them once took the option strings
+    # off duplicates' own --input, --jobs and --with-text, shown as positional arguments.
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    shown = capsys.readouterr().out
+    assert "--input PATH" in shown.split("\n\n")[0]
+    assert "positional arguments" not in shown
+    assert ("[--with-text]" in shown) == (command == "duplicates")

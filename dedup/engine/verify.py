@@ -18,7 +18,8 @@ footer, a menu, a disclaimer, a template's fixed sentence) counts neither as evi
 toward similarity when both articles hold it as boilerplate (see `PassageOwners`). Whether
 a passage is boilerplate depends on the article: in an article whose own text is held by
 one or two articles, a passage held by fifty is its wrapper; in one of fifty copies of a
-popular story, the story's passages are held by fifty and are its text.
+popular story, the story's passages are held by fifty and are its text. Nor is a page
+template of a few pages ending both evidence of a partial copy (dedup.engine.frames).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine
     units_of,
 )
 from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter, Status
+from dedup.engine.frames import without_frame
 from dedup.engine.marks import mark_passages
 from dedup.engine.merge import partial_passages, shared_count, shared_counts
 from dedup.engine.pairs import pairs, pairs_within_runs
@@ -260,22 +262,32 @@ class Detector:
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
             if kind == "partial" or similarity < NEAR_CLEAR or facts_may_change(fa, fb):
-                evidence = self._passage_evidence(fa, fb, kind, similarity, common)
+                evidence = self._passage_evidence(
+                    fa, fb, kind, similarity, common, owners, min(size_a, size_b)
+                )
                 if evidence is None:
                     continue
                 if kind == "partial":
-                    passages, chars = evidence
+                    passages, chars, similarity = evidence
             found.append(
                 Duplicate(a, b, kind, distance, round(similarity, 4), passages, shared_chars=chars)
             )
         return found
 
     def _passage_evidence(
-        self, fa: Features, fb: Features, kind: str, similarity: float, common: tuple | None
-    ) -> tuple[list[tuple[int, int]], int] | None:
-        """Return a partial copy's shared passages (boilerplate both hold aside) and their
-        characters; ([], 0) for a near copy whose passages agree; None when the pair fails
-        on its passages or on their facts."""
+        self,
+        fa: Features,
+        fb: Features,
+        kind: str,
+        similarity: float,
+        common: tuple | None,
+        owners: Boilerplate | None = None,
+        small_size: int = 0,
+    ) -> tuple[list[tuple[int, int]], int, float] | None:
+        """Return a partial copy's shared passages (boilerplate both hold and a site's frame
+        around both aside, dedup.engine.frames), their characters and the containment of the
+        smaller article's `small_size` shingles; ([], 0, similarity) for a near copy whose
+        passages agree; None when the pair fails on its passages or on their facts."""
         passages = partial_passages(fa, fb)
         in_a = in_b = None
         if common is not None:  # boilerplate is no evidence
@@ -288,12 +300,18 @@ class Detector:
             if not facts_agree(fa, fb, passages):
                 return None
             if similarity >= NEAR_CLEAR or self._passages_agree(fa, fb, passages, in_a, in_b):
-                return [], 0
+                return [], 0, similarity
             return None
+        if owners is not None:  # a site's page template around both is no evidence either
+            passages, similarity = without_frame(
+                fa, fb, passages, similarity, small_size, owners.owners, in_a, in_b
+            )
+            if similarity < self.partial:
+                return None
         # A partial copy is text copied whole: only the smaller article's passages mostly
         # in the other count, not words scattered over them.
         chars = self._passage_chars(fa, fb, passages)
-        return (passages, chars) if chars >= self.min_chars else None
+        return (passages, chars, similarity) if chars >= self.min_chars else None
 
     @staticmethod
     def _passage_chars(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> int:

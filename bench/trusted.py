@@ -27,6 +27,7 @@ import numpy as np
 from bench import provenance
 from bench.corpora import CORPORA, NEGATIVE_KINDS, build
 from bench.corpus import BANDS, PARTIAL_KINDS
+from dedup.engine import frames
 from dedup.engine import verify as engine_verify
 from dedup.engine.fingerprint import Fingerprinter
 from dedup.engine.verify import Boilerplate, Detector, passage_owners_of
@@ -217,6 +218,14 @@ def main() -> None:
     say(
         f"- boilerplate: a passage held by at least {engine_verify.BOILERPLATE_OWNERS} articles "
         f"and {engine_verify.BOILERPLATE_RATIO}x as many as hold the article's own text"
+    )
+    say(
+        f"- a site's frame (dedup/engine/frames.py): the passages ending both articles, held by "
+        f"at least {frames.FRAME_OWNERS} articles, no evidence of a partial copy"
+    )
+    say(
+        f"- a long excerpt: {engine_verify.EXCERPT_CHARS}x min_chars copied whole is partial at "
+        f"{engine_verify.EXCERPT_SHARE}x the partial share"
     )
     say()
     say("## Calibration (tune split, seed 1)")

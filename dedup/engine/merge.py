@@ -111,3 +111,29 @@ def shared_passages(
     if small_is_a:
         return list(zip(shared.tolist(), best.tolist(), strict=True))
     return sorted(zip(best.tolist(), shared.tolist(), strict=True))
+
+
+def passage_chars(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> int:
+    """Return the characters of the smaller article's passages that are mostly in the other
+    (`passages` as from partial_passages): its characters per shingle times their shingles."""
+    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small = fa if small_is_a else fb
+    held = {p if small_is_a else q for p, q in passages}
+    if not held:
+        return 0
+    shingles = int(small.passage_sizes[list(held)].sum())
+    return round(shingles * small.length / max(len(small.shingles), 1))
+
+
+def passages_agree(fa, fb, passages, in_a, in_b, share: float) -> bool:
+    """Tell whether a `share` of the smaller article's passages (boilerplate both hold, the
+    masks `in_a` and `in_b`, aside) are mostly in the other, as in a copy edited here and
+    there."""
+    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small, held = (fa, in_a) if small_is_a else (fb, in_b)
+    own = small.passage_sizes > 0  # a passage repeated whole has no shingles of its own
+    if held is not None:
+        own &= ~held
+    own = int(own.sum())
+    shared = len({p if small_is_a else q for p, q in passages})
+    return shared >= share * max(own, 1)

@@ -8,7 +8,7 @@ import pytest
 import dedup.engine.verify as verify
 from dedup.engine import Fingerprinter
 from dedup.engine.verify import Detector
-from tests.texts import ARTICLE, FILLER, OTHER
+from tests.texts import ARTICLE, FILLER, OTHER, stranger
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,26 @@ def test_short_texts_are_near_at_a_lower_similarity(detector, monkeypatch):
 
 
 def test_least_similarity_for_a_screen_counts_possibly_short_candidates_short(detector):
-    lowest, usual = detector.near_short, min(detector.near, detector.partial)
+    # A long excerpt is partial at a lower share than `partial`.
+    excerpt = verify.EXCERPT_SHARE * detector.partial
+    lowest, usual = min(detector.near_short, excerpt), min(detector.near, excerpt)
     least = detector.least_similarity(2000, [50, 136, 137, 5000])
     assert least.tolist() == [lowest, lowest, usual, usual]  # 137 shingles: 140 characters
     assert detector.least_similarity(100, [5000]).tolist() == [lowest]  # the article is short
+
+
+def excerpt_pair(seed: int, sentences: int) -> tuple[str, str]:
+    """Return an article and a page quoting a third of it, between texts of its own."""
+    article = stranger(seed, sentences)
+    quote = "。".join(article.split("。")[sentences // 3 : 2 * sentences // 3]) + "。"
+    return article, stranger(seed + 1, sentences) + "\n" + quote + "\n" + stranger(seed + 2, 6)
+
+
+def test_a_long_excerpt_is_partial_at_a_lower_share(detector):
+    article, page = excerpt_pair(20, 24)
+    found = judge(detector, article, page)
+    assert found is not None and found.kind == "partial"
+    assert verify.EXCERPT_SHARE * detector.partial <= found.similarity < detector.partial
+    assert found.shared_chars >= verify.EXCERPT_CHARS * detector.min_chars
+    article, page = excerpt_pair(40, 6)  # as much of a short article: too few characters
+    assert judge(detector, article, page) is None

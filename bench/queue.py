@@ -223,16 +223,20 @@ def service_read(api_sample: int, seed: int) -> dict:
     user = get_user_model().objects.create_superuser("bench-queue", "", None)
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
-    page = client.get("/").status_code
+    # DEBUG off is production: plain http is redirected to https (DEDUP_HTTPS), so ask as the
+    # proxy in front of it would.
+    page = client.get("/", secure=True).status_code
     by_article: dict[int, set] = {}
     for a, b, kind in queue:
         by_article.setdefault(a, set()).add((b, kind))
         by_article.setdefault(b, set()).add((a, kind))
     disagree = []
     for article in sorted(sample):
-        answer = client.get(f"/api/articles/{article}/matches")
+        answer = client.get(f"/api/articles/{article}/matches", secure=True)
+        if answer.status_code != 200:
+            raise BenchError(f"GET /api/articles/{article}/matches answered {answer.status_code}")
         listed = {(m["article"], m["kind"]) for m in answer.json().get("matches", [])}
-        if answer.status_code != 200 or listed != by_article.get(article, set()):
+        if listed != by_article.get(article, set()):
             disagree.append(article)
 
     # The engine alone on the stored texts, in id order, as `duplicates` does.

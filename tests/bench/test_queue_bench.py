@@ -69,7 +69,10 @@ def test_shares_text_needs_120_characters_held_verbatim():
     assert not shares_text(STORY, "Another article entirely, about rain in spring.")
 
 
-def test_small_run_through_the_service_agrees_with_the_api(tmp_path):
+def test_small_run_through_the_service_agrees_with_the_api(tmp_path, monkeypatch):
+    # As run by hand, with DEBUG off: production settings, plain http redirected to https
+    # (the tests' own settings turn that off).
+    monkeypatch.setenv("DEDUP_HTTPS", "1")
     args = queue.parse(
         [
             "--size", "50", "--corpora", "mail", "--mode", "per-corpus",

@@ -49,29 +49,36 @@ def partitions_list() -> list[dt.date]:
 
 def partitions_maintain(*, start: dt.date | None, today: dt.date) -> dict[str, int]:
     """Make the partitions of the days from `start` (the retention window's first day, at
-    most DAY_PARTITIONS days in all; None: no window, from yesterday) to AHEAD_DAYS after
-    `today`; drop those before `start` and delete the default partition's rows before it.
-    Return what was done."""
+    most DAY_PARTITIONS days in all) to AHEAD_DAYS after `today`; drop those before `start`
+    and delete the default partition's rows before it. Return what was done.
+
+    With no window (`start` None: every article is kept and compared) nothing is made or
+    dropped: day partitions would only pile up, one a day, none ever dropped, and every
+    look-up reads every partition's index; the rows stay in the default partition, and the
+    days of a window set later are moved out of it into their partitions then."""
+    if start is None:
+        return {"made": 0, "dropped": 0, "merged": 0, "deleted": 0}
     have = set(partitions_list())
-    first = max(start or today, today - dt.timedelta(days=DAY_PARTITIONS - AHEAD_DAYS - 1))
+    first = max(start, today - dt.timedelta(days=DAY_PARTITIONS - AHEAD_DAYS - 1))
     first = min(first, today - dt.timedelta(days=1))
     wanted = [first + dt.timedelta(days=n) for n in range((today - first).days + AHEAD_DAYS + 1)]
     made = [day for day in wanted if day not in have and _partition_make(day)]
-    dropped = 0
-    deleted = 0
-    if start is not None:
-        dropped = sum(_partition_drop(day) for day in sorted(have) if day < start)
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {DEFAULT} WHERE day < %s", [start])
-            deleted = cursor.rowcount
-    if made or dropped or deleted:
+    dropped = sum(_partition_drop(day) for day in sorted(have) if day < start)
+    # A long window's days past the DAY_PARTITIONS latest go back to the default partition.
+    merged = sum(_partition_merge(day) for day in sorted(have) if start <= day < first)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {DEFAULT} WHERE day < %s", [start])
+        deleted = cursor.rowcount
+    if made or dropped or merged or deleted:
         logger.info(
-            "segment partitions: %d made, %d dropped, %d rows outside the window deleted",
+            "segment partitions: %d made, %d dropped, %d merged into the default one, "
+            "%d rows outside the window deleted",
             len(made),
             dropped,
+            merged,
             deleted,
         )
-    return {"made": len(made), "dropped": dropped, "deleted": deleted}
+    return {"made": len(made), "dropped": dropped, "merged": merged, "deleted": deleted}
 
 
 def _partition_make(day: dt.date) -> bool:
@@ -96,6 +103,28 @@ def _partition_make(day: dt.date) -> bool:
             [day, until],
         )
     return True
+
+
+def _partition_merge(day: dt.date) -> int:
+    """Move a day's rows into the default partition and drop its own, at once for readers
+    (detached, moved and dropped in one transaction); return 1, or 0 if it was busy."""
+    name = partition_name(day)
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '2s'")
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [PARENT])
+            cursor.execute("SELECT to_regclass(%s)", [name])
+            if cursor.fetchone()[0] is None:
+                return 0
+            cursor.execute(f"ALTER TABLE {PARENT} DETACH PARTITION {name}")
+            cursor.execute(f"INSERT INTO {PARENT} SELECT * FROM {name}")  # the default's now
+            cursor.execute(f"DROP TABLE {name}")
+    except OperationalError as error:  # lock_timeout: look-ups held it; the next run merges it
+        if getattr(error.__cause__, "sqlstate", None) != "55P03":
+            raise
+        logger.warning("partition of %s busy, merged at the next run", day)
+        return 0
+    return 1
 
 
 def _partition_drop(day: dt.date) -> int:

@@ -372,6 +372,7 @@ def articles_prune(*, now: datetime | None = None) -> dict[str, int]:
     return {
         "partitions_made": done["made"],
         "partitions_dropped": done["dropped"],
+        "partitions_merged": done["merged"],
         "segment_rows_deleted": done["deleted"],
         "passage_keys_deleted": passages,
     }

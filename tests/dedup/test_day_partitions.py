@@ -93,7 +93,7 @@ def test_retention_drops_whole_partitions_and_lookups_stay_exact():
     index.add(ids, values)
 
     done = partitions_maintain(start=DAYS[2], today=TODAY)  # the window moved on two days
-    assert done == {"made": 0, "dropped": 2, "deleted": 0}  # no row deleted one by one
+    assert done == {"made": 0, "dropped": 2, "merged": 0, "deleted": 0}  # no row deleted
     for day in DAYS[:2]:
         with connection.cursor() as cursor:
             cursor.execute("SELECT to_regclass(%s)", [partition_name(day)])
@@ -127,6 +127,7 @@ def test_making_partitions_again_changes_nothing():
     assert partitions_maintain(start=DAYS[0], today=TODAY) == {
         "made": 0,
         "dropped": 0,
+        "merged": 0,
         "deleted": 0,
     }
 
@@ -134,6 +135,38 @@ def test_making_partitions_again_changes_nothing():
 def test_a_long_window_keeps_its_older_days_in_the_default_partition():
     partitions_maintain(start=TODAY - dt.timedelta(days=400), today=TODAY)
     assert len(partitions_list()) == partitions.DAY_PARTITIONS
+
+
+def test_without_a_window_days_passing_make_no_partitions():
+    # Every article is kept: a partition a day, none ever dropped, would pile up, and every
+    # look-up reads every partition's index.
+    days = articles_on(DAYS, 20)
+    ids = np.array(list(days), dtype=np.int64)
+    values = fingerprints(len(ids), seed=13)
+    index = PgSegmentIndex(PLAN, "v")
+    index.add(ids, values)
+    for n in range(40):
+        partitions_maintain(start=None, today=TODAY + dt.timedelta(days=n))
+    assert partitions_list() == []
+    for k in range(PLAN.k_max + 1):
+        assert found(index, values, k) == brute_force(ids, values, values, k), k
+
+
+def test_a_long_window_keeps_at_most_its_latest_days_in_partitions_as_days_pass():
+    days = articles_on(DAYS, 20)
+    ids = np.array(list(days), dtype=np.int64)
+    values = fingerprints(len(ids), seed=17)
+    index = PgSegmentIndex(PLAN, "v")
+    index.add(ids, values)
+    for n in range(0, 45, 3):  # beat's prune, as the days pass, with a window of 400 days
+        today = TODAY + dt.timedelta(days=n)
+        partitions_maintain(start=today - dt.timedelta(days=400), today=today)
+        have = partitions_list()
+        assert len(have) <= partitions.DAY_PARTITIONS, (n, len(have))
+        assert have[-1] == today + dt.timedelta(days=partitions.AHEAD_DAYS)
+    assert rows_per_partition()["dedup_segment_default"] == len(ids) * PLAN.table_count
+    for k in range(PLAN.k_max + 1):  # nothing lost or doubled on the way
+        assert found(index, values, k) == brute_force(ids, values, values, k), k
 
 
 def test_the_lookup_is_one_statement_a_distributed_planner_routes():

@@ -24,7 +24,8 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"Retention window: {days} days; dropped {done['partitions_dropped']} day "
-            f"partition(s) of segment rows; removed {done['segment_rows_deleted']} segment "
+            f"partition(s) of segment rows (and moved {done['partitions_merged']} older day(s) "
+            f"back into the default one); removed {done['segment_rows_deleted']} segment "
             f"row(s) kept outside the day partitions and {done['passage_keys_deleted']} "
             "passage key(s) of older articles."
         )

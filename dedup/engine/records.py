@@ -121,7 +121,10 @@ def jsonl_object(
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as error:
-        return BadRow(where, f"not valid JSON ({error.msg} at column {error.colno})")
+        # ("Unterminated string starting at" ends in "at" already.)
+        return BadRow(
+            where, f"not valid JSON ({error.msg.removesuffix(' at')} at column {error.colno})"
+        )
     except RecursionError:
         return BadRow(where, "nested too deeply to read; send one flat object per line")
     except ValueError:  # json.loads' other refusal: an integer of more than 4300 digits

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from dedup.engine import Config
 
@@ -65,6 +66,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if args.partitions is not None and args.partitions < 1:
         print(f"error: --partitions must be at least 1, not {args.partitions}", file=sys.stderr)
         return EXIT_USAGE
+    for option, path in (("--input", args.input), ("--archive", args.archive)):
+        problem = _input_problem(path)
+        if problem:
+            print(f"error: {option} {path}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     from dedup import cli_parser  # imported here: the parser module imports this one
     from dedup.spark import job
 
@@ -81,3 +87,18 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print(bad, file=sys.stderr)
     print(summary.describe(), file=sys.stderr)
     return EXIT_SKIPPED if summary.skipped else EXIT_OK
+
+
+def _input_problem(path: str | None) -> str | None:
+    """Return what is wrong with a local input path before Spark starts (a missing file is
+    otherwise a Java stack trace), or None; a path with a scheme is Spark's to read."""
+    if path is None or "://" in path:
+        return None
+    if not Path(path).exists():
+        return "no such file or directory"
+    if Path(path).suffix.lower() in (".csv", ".tsv", ".txt", ".zip", ".html", ".htm"):
+        return (
+            "spark reads JSON Lines or Parquet with id and text; convert it first, or use "
+            "`python -m dedup duplicates`, which reads it"
+        )
+    return None

@@ -354,3 +354,28 @@ def test_help_shows_every_option_as_an_option(command, capsys):
     assert "--input PATH" in shown.split("\n\n")[0]
     assert "positional arguments" not in shown
     assert ("[--with-text]" in shown) == (command == "duplicates")
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("nosuch.jsonl", "--input {path}: no such file or directory"),
+        ("articles.csv", "--input {path}: spark reads JSON Lines or Parquet"),
+    ],
+)
+def test_spark_names_a_bad_input_before_starting(tmp_path, capsys, name, said):
+    # A missing file was a Java stack trace of 78 lines; a CSV file, every line "not JSON".
+    path = tmp_path / name
+    if name.endswith(".csv"):
+        path.write_text("id,text\na,some text\n", encoding="utf-8")
+    code = main(["spark", "--input", str(path), "--output", str(tmp_path / "out")])
+    assert code == EXIT_USAGE
+    assert said.format(path=path) in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_broken_json_line_is_named_without_a_doubled_word(tmp_path, capsys):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"id": "a", "text": "cut off\n', encoding="utf-8")
+    _, _, err = run(capsys, "-i", str(path))
+    assert "(Invalid control character at column 29)" in err and "at at" not in err

@@ -299,7 +299,18 @@ def text_diff(
     """Return the word-level differences of two texts, for two columns; tokens are
     compared as the configuration folds them (width, case, script, punctuation). The
     stretches `aside` (of the old text, of the new) are shown folded and never compared."""
-    config = (config or Config()).replace(strip_html=False)
+    if old == new and not aside[0] and not aside[1]:
+        # The common case of a shared passage or a copied title: one unchanged run each,
+        # what comparing them finds, without cutting either text into words.
+        same = [Segment("eq", old)] if old else []
+        return Diff(same, list(same), 0)
+    return _compared(old, new, (config or Config()).replace(strip_html=False), aside)
+
+
+def _compared(
+    old: str, new: str, config: Config, aside: tuple[Sequence[Aside], Sequence[Aside]]
+) -> Diff:
+    """Compare two texts sentence by sentence, then word by word where they differ."""
     a, b = _side(old, config, aside[0]), _side(new, config, aside[1])
     columns = _Columns()
     at_a = at_b = 0  # in sentences

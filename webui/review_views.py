@@ -72,8 +72,10 @@ def compare(request: HttpRequest, a: int, b: int) -> HttpResponse:
     """Show two articles side by side, differences highlighted word by word."""
     if a == b:
         raise Http404(_("Choose two different articles to compare."))
-    left = get_object_or_404(Article, id=a)
-    right = get_object_or_404(Article, id=b)
+    both = Article.objects.in_bulk([a, b])  # one statement for the two
+    if a not in both or b not in both:
+        raise Http404("No Article matches the given query.")  # as get_object_or_404
+    left, right = both[a], both[b]
     settings = Settings.load()
     try:
         threshold = ctx.threshold_parse(request.GET)

@@ -51,14 +51,24 @@ def _statements(client: Client, url: str) -> list[str]:
     return [query["sql"] for query in queries.captured_queries]
 
 
-def test_token_request_reads_permissions_in_one_statement(reader_key, article):
+def test_token_request_reads_token_and_permissions_in_one_statement(reader_key, article):
     client = Client(HTTP_AUTHORIZATION=f"Token {reader_key}")
     client.get(f"/api/articles/{article.pk}")  # the token's first use is recorded
     statements = _statements(client, f"/api/articles/{article.pk}")
     permission_reads = [sql for sql in statements if "auth_permission" in sql]
     assert len(permission_reads) == 1, permission_reads
-    # The token, its user's permissions, then the article, the settings, its fingerprints.
-    assert len(statements) <= 5, statements
+    assert 'FROM "dedup_apitoken"' in permission_reads[0]
+    # The token with its user's permissions, then the article, the settings, its fingerprints.
+    assert len(statements) <= 4, statements
+
+
+def test_token_of_a_user_with_own_permission_and_none(reader_key, article):
+    own = User.objects.create_user("own", password="a long enough password")
+    own.user_permissions.add(Permission.objects.get(codename="view_article"))
+    bare = User.objects.create_user("bare", password="a long enough password")
+    for user, status in ((own, 200), (bare, 403)):
+        client = Client(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
+        assert client.get(f"/api/articles/{article.pk}").status_code == status
 
 
 def test_token_use_is_written_once_a_minute(reader_key, article):

@@ -171,3 +171,20 @@ def test_the_shared_text_is_given_in_characters(editor_client):
     Match.objects.filter(a=first).update(shared_chars=0)  # matches stored before it was counted
     html = editor_client.get(f"/compare/{first.id}/{second.id}/").content.decode()
     assert "characters shared" not in html and "个字符" not in html
+
+
+def test_the_two_articles_are_read_in_one_statement(editor_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    left, right = article(1, ARTICLE), article(2, ARTICLE + "又一句。")
+    url = f"/compare/{left.pk}/{right.pk}/"
+    assert editor_client.get(url).status_code == 200  # the match table loaded
+    with CaptureQueriesContext(connection) as queries:
+        response = editor_client.get(url)
+    assert response.status_code == 200
+    assert (response.context["left"], response.context["right"]) == (left, right)
+    reads = [q["sql"] for q in queries.captured_queries if 'FROM "dedup_article"' in q["sql"]]
+    assert len(reads) == 1, reads
+    assert editor_client.get(f"/compare/{left.pk}/{right.pk + 100}/").status_code == 404
+    assert editor_client.get(f"/compare/{left.pk + 100}/{right.pk}/").status_code == 404

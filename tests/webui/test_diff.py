@@ -152,3 +152,30 @@ def test_columns_always_join_back(a, b):
     assert joined(found.left) == old and joined(found.right) == new
     if old == new:
         assert found.changed == 0
+
+
+def test_identical_texts_are_not_cut_into_words(monkeypatch):
+    def refuse(*args):
+        raise AssertionError("an identical text was cut into words")
+
+    monkeypatch.setattr(diff, "_side", refuse)
+    found = text_diff(ARTICLE_LONG, ARTICLE_LONG)
+    assert found == diff.Diff(
+        [diff.Segment("eq", ARTICLE_LONG)], [diff.Segment("eq", ARTICLE_LONG)], 0
+    )
+    assert text_diff("", "") == diff.Diff([], [], 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(WORDS)
+def test_identical_texts_shortcut_is_what_comparing_them_finds(words):
+    text = "".join(words)
+    compared = diff._compared(text, text, diff.Config().replace(strip_html=False), ((), ()))
+    assert text_diff(text, text) == compared
+
+
+def test_identical_long_article_shortcut_is_what_comparing_it_finds():
+    compared = diff._compared(
+        ARTICLE_LONG, ARTICLE_LONG, diff.Config().replace(strip_html=False), ((), ())
+    )
+    assert text_diff(ARTICLE_LONG, ARTICLE_LONG) == compared

@@ -323,6 +323,21 @@ def test_import_of_a_directory_makes_one_upload_per_file(tmp_path):
     assert Article.objects.filter(status=ArticleStatus.DONE).count() == 2
 
 
+def test_import_reads_a_spark_output_of_part_files(tmp_path):
+    # On a cluster's file system the spark command's review.jsonl is a directory of part
+    # files with no suffix, and a _SUCCESS marker beside them.
+    review = tmp_path / "out" / "review.jsonl"
+    review.mkdir(parents=True)
+    jsonl(review / "part-00000", [{"id": "a", "text": NEWS}])
+    jsonl(review / "part-00001", [{"id": "b", "text": COPY}])
+    (review / ".part-00000.crc").write_bytes(b"crc")
+    (review / "_SUCCESS").write_bytes(b"")
+    out, _ = run("import", str(review))
+    assert out.count("1 row(s), 1 accepted, 0 rejected") == 2
+    assert sorted(Article.objects.values_list("external_id", flat=True)) == ["a", "b"]
+    assert Match.objects.count() == 1
+
+
 def test_import_of_a_missing_path_says_so(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         run("import", str(tmp_path / "nothing.jsonl"))

@@ -57,7 +57,7 @@ class Command(BaseCommand):
         for path in files:
             with path.open("rb") as handle:
                 batch = services.upload_create(
-                    file=File(handle, name=path.name),
+                    file=File(handle, name=_kind_name(path)),
                     name=str(path)[-300:],
                     user=user,
                     source=options["source"],
@@ -144,13 +144,30 @@ def _files(path: Path) -> list[Path]:
             p
             for p in path.rglob("*")
             if p.is_file()
-            and p.suffix.lower() in SUFFIXES
+            and (p.suffix.lower() in SUFFIXES or _spark_part(p))
             and not any(part.startswith(".") for part in p.relative_to(path).parts)
         )
         if not found:
             raise CommandError(f"{path}: no {', '.join(SUFFIXES)} files in this directory")
         return found
     raise CommandError(f"{path}: no such file or directory")
+
+
+def _spark_part(path: Path) -> bool:
+    """Tell whether a file is a part of a Spark output on a cluster's file system (the
+    spark command's DIR/review.jsonl is then a directory of part-00000, part-00001...)."""
+    return (
+        path.name.startswith("part-")
+        and not path.suffix
+        and path.parent.suffix.lower() in SUFFIXES
+        and (path.parent / "_SUCCESS").exists()
+    )
+
+
+def _kind_name(path: Path) -> str:
+    """Return the name a file is read by (its kind from its suffix): a Spark part file takes
+    its directory's suffix."""
+    return f"{path.name}{path.parent.suffix}" if _spark_part(path) else path.name
 
 
 def _user(username: str | None):

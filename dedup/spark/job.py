@@ -103,9 +103,11 @@ class Summary:
     def describe(self) -> str:
         """Return the summary in one line."""
         rate = self.articles / self.seconds if self.seconds else 0.0
+        skipped = f"{self.skipped:,} row{'' if self.skipped == 1 else 's'} skipped"
         return (
-            f"{self.articles:,} articles ({self.skipped:,} rows skipped), {self.pairs:,} pairs, "
-            f"{self.clusters:,} clusters in {self.seconds:.1f} s ({rate:,.0f} articles/s)"
+            f"{self.articles:,} articles ({skipped}), {self.pairs:,} pairs, "
+            f"{self.clusters:,} clusters in {self.seconds:.1f} s "
+            f"({rate:,.{0 if rate >= 10 else 1}f} articles/s)"
         )
 
 

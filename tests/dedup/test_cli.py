@@ -379,3 +379,12 @@ def test_a_broken_json_line_is_named_without_a_doubled_word(tmp_path, capsys):
     path.write_text('{"id": "a", "text": "cut off\n', encoding="utf-8")
     _, _, err = run(capsys, "-i", str(path))
     assert "(Invalid control character at column 29)" in err and "at at" not in err
+
+
+def test_spark_summary_counts_in_words_and_a_slow_rate_in_tenths():
+    from dedup.spark.job import Summary
+
+    line = Summary(articles=20, skipped=1, pairs=3, clusters=1, seconds=121.7).describe()
+    assert "(1 row skipped)" in line and "(0.2 articles/s)" in line
+    line = Summary(articles=2000, skipped=2, pairs=3, clusters=1, seconds=10.0).describe()
+    assert "(2 rows skipped)" in line and "(200 articles/s)" in line

@@ -1,7 +1,8 @@
 """The segment index's day partitions (dedup_segment, partitioned by the article's day):
 one partition a day over the retention window and a little ahead, a default partition for
-the days outside it; the window moves on by dropping whole partitions, never by deleting rows
-one by one.
+the days outside it; the window moves on by dropping whole partitions, not by deleting rows
+one by one (but for a window longer than DAY_PARTITIONS days, whose older days live in the
+default partition, and for articles dated before the window). No window: no day partitions.
 
 `partitions_maintain` is idempotent and safe beside workers that write and look up: a new
 day's partition is made as a table of its own, filled with that day's rows from the default

@@ -110,33 +110,42 @@ def _partition_merge(day: dt.date) -> int:
     """Move a day's rows into the default partition and drop its own, at once for readers
     (detached, moved and dropped in one transaction); return 1, or 0 if it was busy."""
     name = partition_name(day)
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL lock_timeout = '2s'")
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [PARENT])
-            cursor.execute("SELECT to_regclass(%s)", [name])
-            if cursor.fetchone()[0] is None:
-                return 0
-            cursor.execute(f"ALTER TABLE {PARENT} DETACH PARTITION {name}")
-            cursor.execute(f"INSERT INTO {PARENT} SELECT * FROM {name}")  # the default's now
-            cursor.execute(f"DROP TABLE {name}")
-    except OperationalError as error:  # lock_timeout: look-ups held it; the next run merges it
-        if getattr(error.__cause__, "sqlstate", None) != "55P03":
-            raise
-        logger.warning("partition of %s busy, merged at the next run", day)
-        return 0
-    return 1
+
+    def merge(cursor) -> bool:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [PARENT])
+        cursor.execute("SELECT to_regclass(%s)", [name])
+        if cursor.fetchone()[0] is None:
+            return False
+        cursor.execute(f"ALTER TABLE {PARENT} DETACH PARTITION {name}")
+        cursor.execute(f"INSERT INTO {PARENT} SELECT * FROM {name}")  # the default's now
+        cursor.execute(f"DROP TABLE {name}")
+        return True
+
+    return _unless_busy(day, "merged", merge)
 
 
 def _partition_drop(day: dt.date) -> int:
     """Drop a day's partition (its rows all go at once); return 1, or 0 if it was busy."""
+
+    def drop(cursor) -> bool:
+        cursor.execute(f"DROP TABLE IF EXISTS {partition_name(day)}")
+        return True
+
+    return _unless_busy(day, "dropped", drop)
+
+
+def _unless_busy(day: dt.date, done: str, work) -> int:
+    """Run work(cursor) in a transaction that waits at most 2 s for its locks (look-ups hold
+    the partitions'); return 1 if it did its work, 0 if not or if it was busy (the next run
+    does it then)."""
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '2s'")
-            cursor.execute(f"DROP TABLE IF EXISTS {partition_name(day)}")
-    except OperationalError as error:  # lock_timeout: look-ups held it; the next run drops it
+            if not work(cursor):
+                return 0
+    except OperationalError as error:  # lock_timeout
         if getattr(error.__cause__, "sqlstate", None) != "55P03":
             raise
-        logger.warning("partition of %s busy, dropped at the next run", day)
+        logger.warning("partition of %s busy, %s at the next run", day, done)
         return 0
     return 1

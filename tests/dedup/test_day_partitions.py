@@ -137,14 +137,19 @@ def test_a_long_window_keeps_its_older_days_in_the_default_partition():
     assert len(partitions_list()) == partitions.DAY_PARTITIONS
 
 
+def indexed_on(days: list[dt.date], per_day: int, seed: int):
+    """Store and index articles dated on these days; return their ids, values and index."""
+    ids = np.array(list(articles_on(days, per_day)), dtype=np.int64)
+    values = fingerprints(len(ids), seed=seed)
+    index = PgSegmentIndex(PLAN, "v")
+    index.add(ids, values)
+    return ids, values, index
+
+
 def test_without_a_window_days_passing_make_no_partitions():
     # Every article is kept: a partition a day, none ever dropped, would pile up, and every
     # look-up reads every partition's index.
-    days = articles_on(DAYS, 20)
-    ids = np.array(list(days), dtype=np.int64)
-    values = fingerprints(len(ids), seed=13)
-    index = PgSegmentIndex(PLAN, "v")
-    index.add(ids, values)
+    ids, values, index = indexed_on(DAYS, 20, seed=13)
     for n in range(40):
         partitions_maintain(start=None, today=TODAY + dt.timedelta(days=n))
     assert partitions_list() == []
@@ -153,11 +158,7 @@ def test_without_a_window_days_passing_make_no_partitions():
 
 
 def test_a_long_window_keeps_at_most_its_latest_days_in_partitions_as_days_pass():
-    days = articles_on(DAYS, 20)
-    ids = np.array(list(days), dtype=np.int64)
-    values = fingerprints(len(ids), seed=17)
-    index = PgSegmentIndex(PLAN, "v")
-    index.add(ids, values)
+    ids, values, index = indexed_on(DAYS, 20, seed=17)
     for n in range(0, 45, 3):  # beat's prune, as the days pass, with a window of 400 days
         today = TODAY + dt.timedelta(days=n)
         partitions_maintain(start=today - dt.timedelta(days=400), today=today)

@@ -28,6 +28,9 @@ PRIME_2 = np.uint64(native.PRIME_2)
 FACTS_KEPT = 0.67
 FACTS_CHANGED = 0.5
 FACTS_LEAST = 2
+# A passage gets a fact key (fact_keys) when it holds this many numbers: one alone (a
+# chapter's, a year) is shared by chance by texts that are no copies of each other.
+FACT_KEY_LEAST = 2
 
 
 def facts_may_change(fa: Features, fb: Features) -> bool:
@@ -66,6 +69,40 @@ def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> 
     with_facts = count > 0
     changed = np.count_nonzero(kept[with_facts] < FACTS_KEPT * count[with_facts])
     return changed < FACTS_CHANGED * np.count_nonzero(held)
+
+
+def fact_keys(features: Features) -> np.ndarray:
+    """Return the *fact key* of each passage stating FACT_KEY_LEAST numbers or more: a 64-bit
+    hash of the set of its grams that hold a number (those that are its shingles), distinct
+    and sorted. A copy of the passage has the same key; a template filled in with other facts
+    does not, where the passage's key (its least gram hash) may fall in the template's
+    words, which its siblings share: so a notice copied into a page is a candidate by its
+    facts, the one key its hundred siblings do not hold too (dedup.engine.verify's
+    Detector.candidates, the service and the Spark job alike)."""
+    shingles = features.shingles
+    if len(features.facts) < FACT_KEY_LEAST * GRAM or not len(shingles):
+        return np.empty(0, np.uint64)
+    grams = features.facts.reshape(-1, GRAM)
+    at = np.minimum(np.searchsorted(shingles, grams), len(shingles) - 1)
+    known = (shingles[at] == grams) & (grams != 0)
+    placed = known.any(axis=1)
+    # A number's passage: that of the first of its grams that is a shingle (as facts_agree).
+    of = features.passage_of[at[placed, known[placed].argmax(axis=1)]].astype(np.uint64)
+    enough = np.bincount(of.astype(np.int64), minlength=1) >= FACT_KEY_LEAST
+    values = np.where(known[placed], grams[placed], 0).astype(np.uint64)
+    entries = np.unique(((of[:, None] << np.uint64(32)) | values)[known[placed]])
+    passage = entries >> np.uint64(32)
+    entries = entries[enough[passage.astype(np.int64)]]
+    if not len(entries):
+        return np.empty(0, np.uint64)
+    passage = entries >> np.uint64(32)
+    mixed = (entries & np.uint64(0xFFFFFFFF)) * PRIME  # each gram spread over 64 bits
+    mixed ^= mixed >> np.uint64(29)
+    starts = np.flatnonzero(np.diff(passage, prepend=~passage[:1]))
+    sums = np.add.reduceat(mixed, starts)  # modulo 2**64, in any order
+    sums *= PRIME_2
+    sums ^= sums >> np.uint64(31)
+    return np.unique(sums)
 
 
 def _in(values: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ from functools import cached_property
 import numpy as np
 
 from dedup.engine import merge, native
-from dedup.engine.facts import fact_shingles
+from dedup.engine.facts import fact_keys, fact_shingles
 from dedup.engine.units import (  # noqa: F401 (callers')
     as_units,
     as_units_and_numbers,
@@ -96,6 +96,11 @@ class Features:
     def fact_set(self) -> np.ndarray:
         """Return the shingles of the grams that hold a number, sorted and distinct."""
         return np.unique(self.facts[self.facts != 0])
+
+    @cached_property
+    def fact_keys(self) -> np.ndarray:
+        """Return the fact keys of its passages that state numbers (dedup.engine.facts)."""
+        return fact_keys(self)
 
     @cached_property
     def half_passages(self) -> np.ndarray:

@@ -175,6 +175,27 @@ class Cluster:
     linked_distance: np.ndarray  # distance to that neighbour
 
 
+def shared_key_pairs(keys: list[np.ndarray], most: int) -> tuple[np.ndarray, bool]:
+    """Return the pairs (a < b) of articles sharing a key (`keys`: each article's) that 2 to
+    `most` articles hold, and whether any key is held by more."""
+    values = np.concatenate(keys or [[]]).astype(np.uint64)
+    if len(values) < 2:
+        return np.empty((0, 2), np.int64), False
+    holder = np.repeat(np.arange(len(keys)), [len(some) for some in keys])
+    # Articles holding one key: runs of it, once sorted. A key in many articles is
+    # boilerplate (a menu, a footer) or a popular story's (dedup.engine.popular).
+    order = np.argsort(values, kind="stable")
+    values = values[order]
+    starts = np.flatnonzero(np.diff(values, prepend=~values[:1]))
+    counts = np.diff(starts, append=len(values))
+    useful = (counts > 1) & (counts <= most)
+    i, j = pairs_within_runs(starts[useful], counts[useful])
+    a, b = holder[order[i]], holder[order[j]]
+    other = a != b
+    found = np.stack([np.minimum(a, b)[other], np.maximum(a, b)[other]], axis=1)
+    return found, bool((counts > most).any())
+
+
 def clusters(values: np.ndarray, found: Pairs, order: np.ndarray | None = None) -> list[Cluster]:
     """Group pairs into connected components; star each around its earliest member.
 

@@ -62,7 +62,7 @@ from dedup.engine.merge import (
     shared_count,
     shared_counts,
 )
-from dedup.engine.pairs import pairs, pairs_within_runs
+from dedup.engine.pairs import pairs, shared_key_pairs
 from dedup.engine.popular import (  # noqa: F401 (callers import them from here too)
     MAX_PASSAGE_OWNERS,
     MAX_POPULAR_OWNERS,
@@ -198,23 +198,13 @@ class Detector:
             values = np.array([features[i].fingerprint for i in with_fp], dtype=np.uint64)
             near = pairs(values, self.k_article)
             found.append(np.stack([with_fp[near.a], with_fp[near.b]], axis=1))
-        values = np.concatenate([f.passage_keys for f in features] or [[]]).astype(np.uint64)
-        if len(values) > 1:
-            holder = np.repeat(np.arange(len(features)), [len(f.passage_keys) for f in features])
-            # Articles holding one passage key: runs of it, once sorted. A key in many
-            # articles is boilerplate (a menu, a footer) or a popular story's: see below.
-            order = np.argsort(values, kind="stable")
-            values = values[order]
-            starts = np.flatnonzero(np.diff(values, prepend=~values[:1]))
-            counts = np.diff(starts, append=len(values))
-            useful = (counts > 1) & (counts <= MAX_PASSAGE_OWNERS)
-            i, j = pairs_within_runs(starts[useful], counts[useful])
-            a, b = holder[order[i]], holder[order[j]]
-            other = a != b
-            found.append(np.stack([np.minimum(a, b)[other], np.maximum(a, b)[other]], axis=1))
-            if (counts > MAX_PASSAGE_OWNERS).any():
-                owners = owners if owners is not None else passage_owners_of(features)
-                found.append(popular_pairs(features, owners))
+        held, popular = shared_key_pairs([f.passage_keys for f in features], MAX_PASSAGE_OWNERS)
+        found.append(held)
+        if popular:
+            owners = owners if owners is not None else passage_owners_of(features)
+            found.append(popular_pairs(features, owners))
+        # Fact keys: a passage's numbers, which template siblings do not share.
+        found.append(shared_key_pairs([f.fact_keys for f in features], MAX_PASSAGE_OWNERS)[0])
         both = np.concatenate(found)
         # Each pair once, sorted: as one integer each (a row-wise unique is many times slower).
         unique = np.unique(both[:, 0] * len(features) + both[:, 1])

@@ -1,8 +1,10 @@
 """Finding candidates: the stored articles within distance k of a fingerprint (its bucket in
-every table of the plan) or sharing one of its passage keys, boilerplate keys left out: a key
-held by more than MAX_PASSAGE_OWNERS articles finds, where the article asking is a story
-holder of it (a story reposted by the dozen), the POPULAR_HOLDERS story holders before it
-(dedup.engine.popular, as Detector.candidates)."""
+every table of the plan) or sharing one of its passage keys or fact keys (dedup.engine.facts),
+boilerplate keys left out: a passage key held by more than MAX_PASSAGE_OWNERS articles finds,
+where the article asking is a story holder of it (a story reposted by the dozen), the
+POPULAR_HOLDERS story holders before it (dedup.engine.popular, as Detector.candidates); a
+fact key so held finds nothing. Fact keys are stored as passage-key rows numbered after the
+article's passages (dedup.index.store)."""
 
 from __future__ import annotations
 
@@ -71,11 +73,14 @@ def candidates_find_many(
         for i, article_id in _near_fingerprints(with_value, version, plan, k):
             found[i].add(article_id)
     keys = [f.passage_keys.view(np.int64).tolist() for _, f in queries]
-    owners, hot = _passage_owners(sorted({key for some in keys for key in some}), version)
+    # Fact keys find the articles that hold them too (Detector.candidates), never popular.
+    facts = [f.fact_keys.view(np.int64).tolist() for _, f in queries]
+    every = {key for some in (*keys, *facts) for key in some}
+    owners, hot = _passage_owners(sorted(every), version)
     if counted is not None:  # an article holds its own keys: at least 1 (as StoredOwners)
         counted.update((key, max(len(ids), 1)) for key, ids in owners.items())
     for i, some in enumerate(keys):
-        for key in some:
+        for key in (*some, *facts[i]):
             found[i].update(owners.get(key, ()))
     for i, article_id in _popular_holders(queries, keys, owners, hot, version, counted):
         found[i].add(article_id)

@@ -62,13 +62,20 @@ def index_store(*, items: Iterable[Indexed], version: str, plan: Plan) -> int:
         np.array([item.article_id for item in with_value], dtype=np.int64),
         np.array([item.features.fingerprint for item in with_value], dtype=np.uint64),
     )
+    # Its passage keys, then its fact keys (numbered after its passages: dedup.engine.facts).
     passages = [
         (key, number, item.article_id)
         for item in items
-        for number, key in enumerate(item.features.passage_keys.view(np.int64).tolist())
+        for number, key in enumerate(_keys_of(item.features))
     ]
     _index_rows_insert(segments, passages, version)
     return len(segments) + len(passages)
+
+
+def _keys_of(features: Features) -> list[int]:
+    """Return an article's passage keys and fact keys, signed (as stored)."""
+    keys = np.concatenate([features.passage_keys, features.fact_keys]).astype(np.uint64)
+    return keys.view(np.int64).tolist()
 
 
 def _fingerprints_insert(fingerprints: list[tuple], version: str) -> set[int]:

@@ -8,9 +8,9 @@
    per Python worker).
 4. Candidates, by shuffling: each distinct fingerprint as its (table, key) rows of the plan
    (Plan.keys), a self-join on them within k_article; each passage key held 2 to
-   MAX_PASSAGE_OWNERS times; and each story holder of a key held by more (one where it is
-   not boilerplate) with the POPULAR_HOLDERS story holders before it (as
-   Detector.candidates, dedup.engine.popular).
+   MAX_PASSAGE_OWNERS times, and each fact key (dedup.engine.facts) as often; and each story
+   holder of a passage key held by more (one where it is not boilerplate) with the
+   POPULAR_HOLDERS story holders before it (as Detector.candidates, dedup.engine.popular).
 5. Boilerplate: how many articles hold each passage key, over the whole collection.
 6. Verification per partition with the engine (Detector.judge_many) on packed features.
 7. Pairs, their connected components (dedup.spark.components) and the rows to review, written
@@ -64,6 +64,7 @@ _FEATURES = T.StructType(
         T.StructField("pos", T.LongType(), False),
         T.StructField("fp", T.LongType(), True),
         T.StructField("keys", T.ArrayType(T.LongType(), False), False),
+        T.StructField("facts", T.ArrayType(T.LongType(), False), False),
         T.StructField("features", T.BinaryType(), False),
     ]
 )
@@ -172,9 +173,11 @@ def run(
     per_key = occurrences.groupBy("key").agg(
         F.count("*").alias("n"), F.countDistinct("pos").alias("owners")
     )
+    facts = features.select("pos", F.explode("facts").alias("key"))
     candidates = (
         _fingerprint_candidates(spark, features, k, summary.articles)
         .union(_passage_candidates(occurrences, per_key))
+        .union(_passage_candidates(facts, facts.groupBy("key").agg(F.count("*").alias("n"))))
         .union(_popular_candidates(spark, occurrences, per_key, features))
     )
     candidates = candidates.distinct()

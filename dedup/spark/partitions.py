@@ -71,13 +71,15 @@ def _row(record, position: int, obj: dict | None = None) -> tuple:
 
 
 def featurize(rows: Iterable[tuple[int, str]], config: Config, settings: dict) -> Iterator:
-    """Yield (position, fingerprint or None, passage keys, packed features) per (position, text)."""
+    """Yield (position, fingerprint or None, passage keys, fact keys, packed features) per
+    (position, text)."""
     found = detector(config, settings)
     for position, text in rows:
         features = found.features(text)
         fp = None if features.fingerprint is None else signed(features.fingerprint)
         keys = features.passage_keys.astype(np.uint64).view(np.int64).tolist()
-        yield position, fp, keys, features.to_bytes()
+        facts = features.fact_keys.astype(np.uint64).view(np.int64).tolist()
+        yield position, fp, keys, facts, features.to_bytes()
 
 
 def table_keys(fingerprints: Iterable[int], plan: Plan, batch: int = 65536) -> Iterator:

@@ -145,7 +145,9 @@ def test_index_rows_and_stored_features():
     keys = combined_keys(plan, np.array([features.fingerprint], np.uint64))[:, 0]
     stored = SegmentRow.objects.filter(article_id=a).values_list("key", flat=True)
     assert sorted(to_unsigned(key) for key in stored) == sorted(keys.tolist())
-    assert PassageKey.objects.filter(article_id=a).count() == len(features.passage_keys)
+    assert PassageKey.objects.filter(article_id=a).count() == len(features.passage_keys) + len(
+        features.fact_keys
+    )
 
 
 def test_processing_twice_changes_nothing():

@@ -28,7 +28,8 @@ def test_verify_in_groups_gives_the_detectors_verdicts():
     detector = Detector()
     rows = list(featurize(enumerate(texts), detector.config, {}))
     features = [detector.features(text) for text in texts]
-    assert [r[3] for r in rows] == [f.to_bytes() for f in features]
+    assert [r[4] for r in rows] == [f.to_bytes() for f in features]
+    assert [r[3] for r in rows] == [f.fact_keys.view(np.int64).tolist() for f in features]
     owners = passage_owners_of(features)
     expected = detector.verify(features, detector.candidates(features), Boilerplate(owners))
     assert {d.kind for d in expected} == {"near", "partial"}
@@ -37,7 +38,7 @@ def test_verify_in_groups_gives_the_detectors_verdicts():
         for r, f in zip(rows, features, strict=True)
     ]
     pairs = [
-        (a, b, rows[a][3], held[a], rows[b][3], held[b])
+        (a, b, rows[a][4], held[a], rows[b][4], held[b])
         for a, b in detector.candidates(features).tolist()
     ]
     found = list(verify(pairs, detector.config, {}))

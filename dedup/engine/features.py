@@ -194,6 +194,9 @@ def passage_lines(units: str) -> str:
         passages = _paragraph_passages(paragraph, least)
         if not passages:
             continue
+        if len(carry) >= MIN_ALONE and "\t\t\n" in paragraph + "\n":
+            found.append(carry)  # a heading before a list
+            carry = ""
         if len(passages) == 1 and len(passages[0]) < least:  # a short paragraph
             if not found:
                 carry += passages[0]
@@ -202,10 +205,7 @@ def passage_lines(units: str) -> str:
             else:
                 found[-1] += passages[0]
             continue
-        if len(carry) >= MIN_ALONE and paragraph.split("\n", 1)[0].endswith("\t\t"):
-            found.append(carry)  # a heading before a list
-        else:
-            passages[0] = carry + passages[0]
+        passages[0] = carry + passages[0]
         carry = ""
         found += passages
     if carry:

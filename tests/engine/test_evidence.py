@@ -198,10 +198,13 @@ def test_a_changelog_uploaded_again_with_a_new_version_and_date_stays_near(detec
     assert verdict is not None and verdict.kind == "near"
 
 
-def test_a_changelog_entry_s_first_item_quoted_in_another_entry_keeps_its_passage_key(detector):
+@pytest.mark.parametrize("who", ["", "  [ Helmut Grohne ]\n"], ids=["items", "items_under_a_name"])
+def test_a_changelog_entry_s_first_item_quoted_in_another_entry_keeps_its_passage_key(
+    detector, who
+):
     # The version line heads the list: the first item is a passage without it, as where
     # another entry carries the item over, so the two are candidates through its key.
-    item = (
+    item = who + (
         "  * Backport upstream security fix for CVE-2022-46908: when relying on --safe\n"
         "    for execution of an untrusted CLI script, does not properly implement the\n"
         "    azProhibitedFunctions protection mechanism (closes: #1026293).\n"
@@ -214,12 +217,13 @@ def test_a_changelog_entry_s_first_item_quoted_in_another_entry_keeps_its_passag
     carrying = (
         "unbound (1.16.2-1) unstable; urgency=medium\n\n  * New upstream minor release with "
         "many bugfixes and two features for the resolver.\n  * Merge the changes from the "
-        "3.40.0-2 upload into this one, which said:\n" + item.replace("  * ", "    * ") + "\n"
+        "3.40.0-2 upload into this one, which said:\n" + item.replace("  ", "    ") + "\n"
         " -- Michael Tokarev <mjt@tls.msk.ru>  Fri, 12 Aug 2022 12:57:33 +0300"
     )
     passages = detector.passages(entry)
     assert passages[0].startswith("sqlite3") and "backport" not in passages[0]
-    assert passages[1].startswith("backport")
-    assert passages[1] in detector.passages(carrying)
+    assert passages[1].startswith("helmut grohne" if who else "backport")
+    words = [p.split() for p in detector.passages(carrying)]
+    assert passages[1].split() in words  # the same passage, indented otherwise
     first, other = detector.features(entry), detector.features(carrying)
     assert first.passage_keys[1] in other.passage_keys

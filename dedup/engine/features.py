@@ -57,8 +57,9 @@ MIN_ALONE = 8
 # (u8), the facts (u4).
 _FEATURES_MAGIC = b"DDF\x00"
 # 3: units and the unit count in the header; 4: mail headers left out; 5: the facts; 6: passages
-# cut where wrapped lines and list items are marked (dedup.engine.marks)
-FEATURES_FORMAT = 6
+# cut where wrapped lines and list items are marked (dedup.engine.marks); 7: a heading before a
+# list is a passage of its own
+FEATURES_FORMAT = 7
 _FEATURES_HEADER = struct.Struct("<4sBBQQIIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
@@ -184,9 +185,11 @@ def passage_lines(units: str) -> str:
     the passage before it, or the next at the start; a paragraph's short last lines, or a
     short paragraph, of MIN_ALONE units or more stand alone, and so does a short list item
     (a line dedup.engine.marks marked as one: a changelog's entry, quoted among other
-    entries, is cut as in its own text). So a paragraph or a line that many articles hold
-    (a footer, a template's fixed sentence) is a passage of its own wherever it stands, and
-    its key is the same in all.
+    entries, is cut as in its own text), and so does a heading of MIN_ALONE units or more
+    before a list (a changelog entry's version line: its first item is then cut as where it
+    is quoted). So a paragraph or a line that many articles hold (a footer, a template's
+    fixed sentence) is a passage of its own wherever it stands, and its key is the same in
+    all.
     """
     least = MIN_PASSAGE_GRAMS + GRAM - 1
     text = units.replace(" \n", "\t").replace(",", "").replace(" ", "")
@@ -196,6 +199,9 @@ def passage_lines(units: str) -> str:
         passages = _paragraph_passages(paragraph, least)
         if not passages:
             continue
+        if len(carry) >= MIN_ALONE and "\t\t\n" in paragraph + "\n":
+            found.append(carry)  # a heading before a list
+            carry = ""
         if len(passages) == 1 and len(passages[0]) < least:  # a short paragraph
             if not found:
                 carry += passages[0]

@@ -265,13 +265,11 @@ class Detector:
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
             if kind == "partial" or similarity < NEAR_CLEAR or facts_may_change(fa, fb):
-                evidence = self._passage_evidence(
-                    fa, fb, kind, similarity, common, owners, min(size_a, size_b)
-                )
+                counts = (shared, min(size_a, size_b), chars)
+                evidence = self._passage_evidence(fa, fb, kind, similarity, common, owners, counts)
                 if evidence is None:
                     continue
-                if kind == "partial":
-                    passages, chars, similarity = evidence
+                kind, passages, chars, similarity = evidence
             found.append(
                 Duplicate(a, b, kind, distance, round(similarity, 4), passages, shared_chars=chars)
             )
@@ -284,13 +282,14 @@ class Detector:
         kind: str,
         similarity: float,
         common: tuple | None,
-        owners: Boilerplate | None = None,
-        small_size: int = 0,
-    ) -> tuple[list[tuple[int, int]], int, float] | None:
-        """Return a partial copy's shared passages (boilerplate both hold and a site's frame
-        around both aside, dedup.engine.frames), their characters and the containment of the
-        smaller article's `small_size` shingles; ([], 0, similarity) for a near copy whose
-        passages agree; None when the pair fails on its passages or on their facts."""
+        owners: Boilerplate | None,
+        counts: tuple[int, int, int],
+    ) -> tuple[str, list[tuple[int, int]], int, float] | None:
+        """Return a pair's kind, shared passages (a partial copy's, boilerplate both hold and
+        a site's frame around both aside: dedup.engine.frames), characters and similarity, or
+        None. `counts`: shingles shared, the smaller article's shingles, its characters in the
+        other; by them, a near pair whose facts agree but not its passages may be partial."""
+        shared, small_size, shared_chars = counts
         passages = partial_passages(fa, fb)
         in_a = in_b = None
         if common is not None:  # boilerplate is no evidence
@@ -302,10 +301,13 @@ class Detector:
             # its facts in few: a copy keeps the facts of most of its passages.
             if not facts_agree(fa, fb, passages):
                 return None
-            if similarity >= NEAR_CLEAR:
-                return [], 0, similarity
-            agree = passages_agree(fa, fb, passages, in_a, in_b, NEAR_PASSAGES)
-            return ([], 0, similarity) if agree else None
+            if similarity >= NEAR_CLEAR or passages_agree(
+                fa, fb, passages, in_a, in_b, NEAR_PASSAGES
+            ):
+                return "near", [], shared_chars, similarity
+            similarity = shared / small_size
+            if not self._contained(similarity, shared_chars):
+                return None  # nor does the smaller one hold a stretch of the other
         if owners is not None:  # a site's page template around both is no evidence either
             passages, similarity = without_frame(
                 fa, fb, passages, similarity, small_size, owners.owners, in_a, in_b
@@ -313,7 +315,8 @@ class Detector:
         # A partial copy is text copied whole: only the smaller article's passages mostly
         # in the other count, not words scattered over them.
         chars = passage_chars(fa, fb, passages)
-        return (passages, chars, similarity) if self._contained(similarity, chars) else None
+        copied = self._contained(similarity, chars)
+        return ("partial", passages, chars, similarity) if copied else None
 
     def _contained(self, containment: float, chars: int) -> bool:
         """Tell whether a share `containment` of the smaller article, `chars` characters, in

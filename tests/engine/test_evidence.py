@@ -196,3 +196,34 @@ def test_a_changelog_uploaded_again_with_a_new_version_and_date_stays_near(detec
     again = entry.format(version="2.10-5build1", date="Mon, 01 Mar 2025 14:14:03 +0000")
     verdict = detector.judge(0, 1, detector.features(first), detector.features(again))
     assert verdict is not None and verdict.kind == "near"
+
+
+@pytest.mark.parametrize("who", ["", "  [ Helmut Grohne ]\n"], ids=["items", "items_under_a_name"])
+def test_a_changelog_entry_s_first_item_quoted_in_another_entry_keeps_its_passage_key(
+    detector, who
+):
+    # The version line heads the list: the first item is a passage without it, as where
+    # another entry carries the item over, so the two are candidates through its key.
+    item = who + (
+        "  * Backport upstream security fix for CVE-2022-46908: when relying on --safe\n"
+        "    for execution of an untrusted CLI script, does not properly implement the\n"
+        "    azProhibitedFunctions protection mechanism (closes: #1026293).\n"
+    )
+    entry = (
+        "sqlite3 (3.40.0-2) unstable; urgency=high\n\n" + item + "  * Enable large file "
+        "support on 32-bit architectures (closes: #1026171).\n\n -- Laszlo Boszormenyi "
+        "(GCS) <gcs@debian.org>  Sun, 18 Dec 2022 10:03:56 +0100"
+    )
+    carrying = (
+        "unbound (1.16.2-1) unstable; urgency=medium\n\n  * New upstream minor release with "
+        "many bugfixes and two features for the resolver.\n  * Merge the changes from the "
+        "3.40.0-2 upload into this one, which said:\n" + item.replace("  ", "    ") + "\n"
+        " -- Michael Tokarev <mjt@tls.msk.ru>  Fri, 12 Aug 2022 12:57:33 +0300"
+    )
+    passages = detector.passages(entry)
+    assert passages[0].startswith("sqlite3") and "backport" not in passages[0]
+    assert passages[1].startswith("helmut grohne" if who else "backport")
+    words = [p.split() for p in detector.passages(carrying)]
+    assert passages[1].split() in words  # the same passage, indented otherwise
+    first, other = detector.features(entry), detector.features(carrying)
+    assert first.passage_keys[1] in other.passage_keys

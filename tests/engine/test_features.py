@@ -12,7 +12,7 @@ import dedup.engine.merge as merge
 import dedup.engine.verify as verify
 from dedup.engine.verify import SHORT, Detector, Features
 from tests.engine.by_sets import passages_by_sets
-from tests.texts import ARTICLE, FILLER, OTHER
+from tests.texts import ARTICLE, FILLER, OTHER, stranger
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +172,9 @@ def judge_by_sets(detector: Detector, fa: Features, fb: Features):
         mine = {p for p, _ in passages} if smaller is fa else {q for _, q in passages}
         own = int((smaller.passage_sizes > 0).sum())
         if len(mine) < verify.NEAR_PASSAGES * max(own, 1):
-            return None
+            if not contained:  # nor does one hold a stretch of the other
+                return None
+            kind, similarity = "partial", containment
     if kind == "partial":  # text copied whole: the smaller's passages mostly in the other
         held = {p for p, _ in passages} if smaller is fa else {q for _, q in passages}
         in_held = sum(int(smaller.passage_sizes[p]) for p in held)
@@ -205,6 +207,12 @@ def contained_by(detector: Detector, containment: float, chars: int) -> bool:
     ARTICLE[: ARTICLE.index("。") + 1] * 2
     + "他指出，我国经济保持了持续快速健康发展的良好势头，国内生产总值比上年增长百分之八点八。"
     + "人民生活水平进一步提高，城乡居民收入继续增长，市场供应充足，物价涨幅明显回落。",
+)
+# Half of each is one long sentence they share: near by Jaccard, yet most of the passages of
+# each are its own, so a partial copy.
+@example(
+    stranger(1, 3) + "\n" + stranger(101, 6).replace("。", "，") + "。",
+    stranger(51, 3) + "\n" + stranger(101, 6).replace("。", "，") + "。",
 )
 def test_judgement_equals_the_judgement_by_sets(detector, a, b):
     fa, fb = detector.features(a), detector.features(b)

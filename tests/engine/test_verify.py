@@ -192,3 +192,38 @@ def test_a_long_excerpt_is_partial_at_a_lower_share(detector):
     assert found.shared_chars >= verify.EXCERPT_CHARS * detector.min_chars
     article, page = excerpt_pair(40, 6)  # as much of a short article: too few characters
     assert judge(detector, article, page) is None
+
+
+# A changelog entry carrying a long item over from another package's entry: the two are
+# about as big, and so alike (the item is half of each) that they would be near, but most of
+# the smaller one's passages are its own.
+CARRIED = (
+    "Backport the upstream fix for the crash in the configuration parser when a section name "
+    "contains a trailing space, which made the command line tool exit with status two on files "
+    "written by older releases and left their caches half converted until the migrate command "
+    "was run again by hand on every machine."
+)
+ENTRY = (
+    "The package now builds with the current compiler and passes its own test suite again.\n"
+    "The documentation moved to its own package so that servers can leave it out.\n"
+    "The cron job no longer mails the administrator when there is nothing to report.\n"
+)
+CARRYING = (
+    "A new upstream release brings faster start up and a smaller memory footprint overall.\n"
+    "The watch file follows the new download page of the project and checks signatures.\n"
+    "Translations of the debconf templates were updated for six languages this time.\n"
+)
+
+
+def test_a_pair_alike_enough_to_be_near_but_no_edit_is_partial_when_one_holds_a_stretch(
+    detector,
+):
+    fa, fb = detector.features(ENTRY + CARRIED), detector.features(CARRYING + CARRIED)
+    found = detector.judge(0, 1, fa, fb)
+    assert found is not None and found.kind == "partial"
+    a, b = set(fa.shingles.tolist()), set(fb.shingles.tolist())
+    assert detector.near <= len(a & b) / len(a | b) < verify.NEAR_CLEAR
+    assert found.similarity >= detector.partial
+    assert found.shared_passages == [(len(fa.passage_keys) - 1, len(fb.passage_keys) - 1)]
+    # Characters per shingle of the whole entry times the item's shingles: about its own.
+    assert found.shared_chars == pytest.approx(sum(c.isalnum() for c in CARRIED), rel=0.05)

@@ -1,7 +1,7 @@
 """Where passages may be cut, marked in an article's text before it is normalised.
 
 Normalising turns punctuation into separators, so what tells a sentence end, a wrapped line
-and a list item apart is marked first (dedup.engine.features.passage_lines reads the marks):
+and a list item apart is marked first (dedup.engine.passages.passage_lines reads the marks):
 
 - a sentence end gets SENTENCE_MARK after it (" \\n": normalised text has no space before a
   line break otherwise);

@@ -117,8 +117,8 @@ class Detector:
         *,
         k_article: int = 4,
         near: float = 0.4,
-        partial: float = 0.4,
-        near_short: float = 0.2,  # near, when the shorter article is under SHORT characters
+        partial: float = 0.45,
+        near_short: float = 0.3,  # near, when the shorter article is under SHORT characters
         min_chars: int = 60,  # characters of shared text (boilerplate aside) a partial needs
     ) -> None:
         self.fingerprinter = Fingerprinter(config)

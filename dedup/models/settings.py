@@ -39,10 +39,10 @@ class Settings(models.Model):
     )
     stop_words = models.TextField(_("extra stop words"), blank=True, help_text=_("one per line"))
     near = models.FloatField(_("near: least similarity"), default=0.4, validators=SHARE)
-    partial = models.FloatField(_("partial: least containment"), default=0.4, validators=SHARE)
+    partial = models.FloatField(_("partial: least containment"), default=0.45, validators=SHARE)
     near_short = models.FloatField(
         _("near, short texts: least similarity"),
-        default=0.2,
+        default=0.3,
         validators=SHARE,
         help_text=_("when the shorter article has fewer than 140 characters"),
     )

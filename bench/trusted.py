@@ -3,7 +3,7 @@
 For every corpus of bench.corpora (Chinese news and reposts, English technical prose, Debian
 descriptions and changelogs, mailing-list threads with quotes and footers, Chinese reference
 pages with English names and shared sections, templated reports) this builds the "tune" split
-(seeds 1 and 4: two draws of edits of the same source texts) and the "test" split (seed 3:
+(seeds 1 and 4: two draws of edits of the same source texts) and the "test" split (seed 5:
 other source texts, other edits). The thresholds (partial share, least shared characters, the
 short texts' near bar) are chosen on tune, by the issue's bars met, then how far the others are
 missed, then the worst F1; the figures are reported on test at the engine's shipped defaults
@@ -201,8 +201,8 @@ def main() -> None:
     parser.add_argument(
         "--report-seed",
         type=int,
-        default=3,
-        help="seed of the test split reported (seed 2 was looked at while choosing)",
+        default=5,
+        help="seed of the test split reported (seeds 2 and 3 were looked at while choosing)",
     )
     parser.add_argument(
         "--tune-seeds",

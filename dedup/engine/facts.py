@@ -46,29 +46,70 @@ def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> 
     """Tell whether most of the smaller article's passages that are mostly in the other
     (`passages`, pairs of passage numbers as from merge.partial_passages) keep most of their
     numbers in it, or hold none; True when they hold too few numbers to tell."""
+    changed = changed_facts(fa, fb, passages)
+    return changed is None or np.count_nonzero(changed) < FACTS_CHANGED * len(passages)
+
+
+def with_facts_kept(
+    fa: Features, fb: Features, passages: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Return `passages` (as for facts_agree) but those of the smaller article that change
+    their facts in the other: a template's sentence filled in with another date, hour and
+    phone number is no copied text, however many of its words it shares. A number left out
+    is no changed fact where the other's passage states none in its stead (a quotation cut
+    short of a passage's last number)."""
+    changed = changed_facts(fa, fb, passages, replaced=True)
+    if changed is None or not changed.any():
+        return passages
+    small = 0 if len(fa.shingles) <= len(fb.shingles) else 1
+    return [pair for pair in passages if not changed[pair[small]]]
+
+
+def changed_facts(
+    fa: Features, fb: Features, passages: list[tuple[int, int]], *, replaced: bool = False
+) -> np.ndarray | None:
+    """Return, for each passage of the smaller article, whether it is one of `passages` and
+    keeps fewer than FACTS_KEPT of its numbers in the other (with `replaced`, and the other's
+    passage states numbers the smaller article does not); None when `passages` hold fewer
+    than FACTS_LEAST numbers (too few to tell)."""
     small_is_a = len(fa.shingles) <= len(fb.shingles)
     small, other = (fa, fb) if small_is_a else (fb, fa)
     if len(small.facts) < FACTS_LEAST * GRAM or not passages or not len(small.shingles):
-        return True
+        return None
+    mine = [p if small_is_a else q for p, q in passages]
     held = np.zeros(len(small.passage_keys), bool)
-    held[[p if small_is_a else q for p, q in passages]] = True
-    grams = small.facts.reshape(-1, GRAM)
-    # A number's passage: that of the first of its grams that is a shingle (one across two
-    # passages is none).
-    at = np.minimum(np.searchsorted(small.shingles, grams), len(small.shingles) - 1)
-    known = (small.shingles[at] == grams) & (grams != 0)
-    placed = known.any(axis=1)
-    of = small.passage_of[at[placed, known[placed].argmax(axis=1)]]
+    held[mine] = True
+    of, kept = _numbers(small, other)
     inside = held[of]
     if np.count_nonzero(inside) < FACTS_LEAST:
-        return True
-    kept = _in(grams[placed][inside], other.fact_set).any(axis=1)
-    of = of[inside]
+        return None
+    of, kept = of[inside], kept[inside]
     count = np.bincount(of, minlength=len(held))
     kept = np.bincount(of, weights=kept, minlength=len(held))
-    with_facts = count > 0
-    changed = np.count_nonzero(kept[with_facts] < FACTS_KEPT * count[with_facts])
-    return changed < FACTS_CHANGED * np.count_nonzero(held)
+    changed = (count > 0) & (kept < FACTS_KEPT * count)
+    if replaced and changed.any():
+        theirs = [q if small_is_a else p for p, q in passages]
+        their_of, their_kept = _numbers(other, small)
+        stated = np.bincount(their_of[~their_kept], minlength=len(other.passage_keys)) > 0
+        instead = np.zeros(len(held), bool)
+        instead[mine] = stated[theirs]
+        changed &= instead
+    return changed
+
+
+def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarray]:
+    """Return, for each number of an article (those with a gram among its shingles), its
+    passage (that of the first such gram: one across two passages is none) and whether
+    `other` keeps it (one of its grams among the other's facts)."""
+    shingles = features.shingles
+    if len(features.facts) < GRAM or not len(shingles):
+        return np.empty(0, np.int64), np.empty(0, bool)
+    grams = features.facts.reshape(-1, GRAM)
+    at = np.minimum(np.searchsorted(shingles, grams), len(shingles) - 1)
+    known = (shingles[at] == grams) & (grams != 0)
+    placed = known.any(axis=1)
+    of = features.passage_of[at[placed, known[placed].argmax(axis=1)]].astype(np.int64)
+    return of, _in(grams[placed], other.fact_set).any(axis=1)
 
 
 def fact_keys(features: Features) -> np.ndarray:

@@ -11,7 +11,8 @@ sorted arrays (dedup.engine.merge): *near* when their Jaccard similarity reaches
 *partial* when a large share of the smaller one is contained in the other (`partial`) and the
 shared text is long enough (`min_chars`, in characters of that text); the shared passages say
 where. A near copy also keeps its facts (dedup.engine.facts: the numbers of most of its
-passages); a template filled in with other facts does not.
+passages), and a partial copy's passages keep theirs; a template filled in with other facts
+does not.
 
 *Boilerplate* is learned from the collection: a passage whose key many articles hold (a
 footer, a menu, a disclaimer, a template's fixed sentence) counts neither as evidence nor
@@ -40,7 +41,7 @@ from dedup.engine.boilerplate import (  # noqa: F401 (callers import them from h
     passage_owners_of,
 )
 from dedup.engine.config import Config
-from dedup.engine.facts import facts_agree, facts_may_change
+from dedup.engine.facts import facts_agree, facts_may_change, with_facts_kept
 from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
     FEATURES_FORMAT,
     GRAM,
@@ -288,7 +289,7 @@ class Detector:
         """Return a pair's kind, shared passages (a partial copy's, boilerplate both hold and
         a site's frame around both aside: dedup.engine.frames), characters and similarity, or
         None. `counts`: shingles shared, the smaller article's shingles, its characters in the
-        other; by them, a near pair whose facts agree but not its passages may be partial."""
+        other; by them, a near pair whose passages or facts disagree may be partial."""
         shared, small_size, shared_chars = counts
         passages = partial_passages(fa, fb)
         in_a = in_b = None
@@ -299,10 +300,10 @@ class Detector:
         if kind == "near":
             # A template filled in with other facts shares its words in every passage, and
             # its facts in few: a copy keeps the facts of most of its passages.
-            if not facts_agree(fa, fb, passages):
-                return None
-            if similarity >= NEAR_CLEAR or passages_agree(
-                fa, fb, passages, in_a, in_b, NEAR_PASSAGES
+            # Else it may still hold a stretch of the other, its facts kept (below).
+            if facts_agree(fa, fb, passages) and (
+                similarity >= NEAR_CLEAR
+                or passages_agree(fa, fb, passages, in_a, in_b, NEAR_PASSAGES)
             ):
                 return "near", [], shared_chars, similarity
             similarity = shared / small_size
@@ -313,7 +314,9 @@ class Detector:
                 fa, fb, passages, similarity, small_size, owners.owners, in_a, in_b
             )
         # A partial copy is text copied whole: only the smaller article's passages mostly
-        # in the other count, not words scattered over them.
+        # in the other count, not words scattered over them, nor a template's sentence
+        # filled in with other facts.
+        passages = with_facts_kept(fa, fb, passages)
         chars = passage_chars(fa, fb, passages)
         copied = self._contained(similarity, chars)
         return ("partial", passages, chars, similarity) if copied else None

@@ -113,13 +113,16 @@ def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarra
 
 
 def fact_keys(features: Features) -> np.ndarray:
-    """Return the *fact key* of each passage stating FACT_KEY_LEAST numbers or more: a 64-bit
-    hash of the set of its grams that hold a number (those that are its shingles), distinct
-    and sorted. A copy of the passage has the same key; a template filled in with other facts
-    does not, where the passage's key (its least gram hash) may fall in the template's
-    words, which its siblings share: so a notice copied into a page is a candidate by its
-    facts, the one key its hundred siblings do not hold too (dedup.engine.verify's
-    Detector.candidates, the service and the Spark job alike)."""
+    """Return the *fact key* of each passage stating FACT_KEY_LEAST numbers or more: the
+    least hash of its windows of two numbers in a row, each hashed from the gram that starts
+    at its first number and the one that ends at its second; distinct and sorted. A copy of the
+    passage holds the same windows, and its key, even where it is cut otherwise (a report's
+    heading joined to the text before it in a page) or a word next to one number is edited,
+    as often as the least window is among those it keeps; a template filled in with other
+    facts holds none of them, where the passage's key (its least gram hash) may fall in the
+    template's words, which its siblings share: so a notice copied into a page is a
+    candidate by its facts, the one key its hundred siblings do not hold too
+    (dedup.engine.verify's Detector.candidates, the service and the Spark job alike)."""
     shingles = features.shingles
     if len(features.facts) < FACT_KEY_LEAST * GRAM or not len(shingles):
         return np.empty(0, np.uint64)
@@ -127,23 +130,27 @@ def fact_keys(features: Features) -> np.ndarray:
     at = np.minimum(np.searchsorted(shingles, grams), len(shingles) - 1)
     known = (shingles[at] == grams) & (grams != 0)
     placed = known.any(axis=1)
-    # A number's passage: that of the first of its grams that is a shingle (as facts_agree).
-    of = features.passage_of[at[placed, known[placed].argmax(axis=1)]].astype(np.uint64)
-    enough = np.bincount(of.astype(np.int64), minlength=1) >= FACT_KEY_LEAST
-    values = np.where(known[placed], grams[placed], 0).astype(np.uint64)
-    entries = np.unique(((of[:, None] << np.uint64(32)) | values)[known[placed]])
-    passage = entries >> np.uint64(32)
-    entries = entries[enough[passage.astype(np.int64)]]
-    if not len(entries):
+    if np.count_nonzero(placed) < FACT_KEY_LEAST:
         return np.empty(0, np.uint64)
-    passage = entries >> np.uint64(32)
-    mixed = (entries & np.uint64(0xFFFFFFFF)) * PRIME  # each gram spread over 64 bits
-    mixed ^= mixed >> np.uint64(29)
-    starts = np.flatnonzero(np.diff(passage, prepend=~passage[:1]))
-    sums = np.add.reduceat(mixed, starts)  # modulo 2**64, in any order
-    sums *= PRIME_2
-    sums ^= sums >> np.uint64(31)
-    return np.unique(sums)
+    # A number's passage: that of the first of its grams that is a shingle (as facts_agree).
+    of = features.passage_of[at[placed, known[placed].argmax(axis=1)]]
+    # A window of two numbers in a row in one passage: the gram that starts at the first
+    # and the one that ends at the second, which lie between them (but where they are
+    # closer than a gram), so a copy has them however it is cut into passages.
+    # Both shingles (in the passage, not past the text's end): a copy cut otherwise has
+    # them, or not, alike.
+    held, known = grams[placed].astype(np.uint64), known[placed]
+    same = (of[1:] == of[:-1]) & known[:-1, GRAM - 1] & known[1:, 0]
+    if not same.any():
+        return np.empty(0, np.uint64)
+    windows = (held[:-1, GRAM - 1][same] * PRIME) ^ (held[1:, 0][same] * PRIME_2)
+    windows *= PRIME
+    windows ^= windows >> np.uint64(31)
+    passage = of[:-1][same].astype(np.int64)
+    order = np.lexsort((windows, passage))
+    passage, windows = passage[order], windows[order]
+    first = np.flatnonzero(np.diff(passage, prepend=-1))
+    return np.unique(windows[first])
 
 
 def _in(values: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:

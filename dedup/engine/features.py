@@ -53,8 +53,9 @@ GRAM = native.GRAM
 _FEATURES_MAGIC = b"DDF\x00"
 # 3: units and the unit count in the header; 4: mail headers left out; 5: the facts; 6: passages
 # cut where wrapped lines and list items are marked (dedup.engine.marks); 7: a heading before a
-# list is a passage of its own
-FEATURES_FORMAT = 7
+# list is a passage of its own; 8: fact keys of windows of two numbers (dedup.engine.facts; not
+# packed, but stored as passage-key rows, which a rebuild writes again)
+FEATURES_FORMAT = 8
 _FEATURES_HEADER = struct.Struct("<4sBBQQIIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).

@@ -78,3 +78,33 @@ def test_a_notice_copied_into_a_page_is_a_candidate_and_a_partial_copy():
     # Its siblings, other facts in the same words (the streets among them), are copies
     # neither of it nor of one another: a passage whose facts changed is no copied text.
     assert list(found) == [(original, copy)]
+
+
+REPORT = (
+    "Manchester weather for 10 Feb 2022\n"
+    "The Manchester forecast office said at 14:00: showers during the day, overcast "
+    "overnight. High 19°C, low 9°C, winds from the north-west at 54 km/h. Humidity 57%, air "
+    "quality index 200.\n"
+    "Outlook: Day 2: fog, 4 to 13°C\n"
+    "Advice: temperatures will vary widely between morning and evening, so dress in layers. "
+    "Drivers should allow extra time on wet roads."
+)
+
+
+def test_a_report_cut_otherwise_in_a_page_keeps_a_fact_key():
+    # In the page each line is a paragraph: the heading joins the text before it, not the
+    # forecast after it, and the forecast's passage states two numbers fewer.
+    paragraphs = [stranger(8, 4), *REPORT.split("\n"), stranger(9, 4)]
+    page = "<html><body>" + "".join(f"<p>{p}</p>\n" for p in paragraphs) + "</body></html>"
+    detector = Detector()
+    report, copied = detector.features(REPORT), detector.features(page)
+    assert detector.passages(REPORT)[0].startswith("manchester weather for 10 feb 2022 the")
+    assert not any(p.startswith("manchester weather") for p in detector.passages(page))
+    assert np.isin(report.fact_keys, copied.fact_keys).any()
+
+
+def test_a_word_edited_next_to_a_number_keeps_a_fact_key():
+    detector = Detector()
+    report = detector.features(REPORT)
+    edited = detector.features(REPORT.replace("10 Feb 2022", "10 February 2022"))
+    assert np.isin(report.fact_keys, edited.fact_keys).any()

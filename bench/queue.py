@@ -1,6 +1,6 @@
 """What editors see: the review queue at its defaults, measured through the service.
 
-    python -m bench.queue [--size N] [--seed 2] [--split test] [--mode both] [--keep]
+    python -m bench.queue [--size N] [--seed 5] [--split test] [--mode both] [--keep]
 
 For each labelled corpus of bench/corpora.py (the held-out split), a fresh PostgreSQL database
 is migrated, a real Celery worker is started on it and on a Redis database of its own, and the
@@ -42,7 +42,7 @@ from bench.queue_report import header, report
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "queue.md"
 SIZE = None  # bench.corpora's own sizes, about 2,000-2,400 docs per corpus
-SEED = 2
+SEED = 5  # the report seed of bench.trusted too (seeds 2 and 3 were looked at while tuning)
 SPLIT = "test"
 DATABASE = "dedup_bench_queue"
 POSTGRES = "postgres://postgres@127.0.0.1:5432"

@@ -118,7 +118,7 @@ class Detector:
         *,
         k_article: int = 4,
         near: float = 0.4,
-        partial: float = 0.45,
+        partial: float = 0.4,
         near_short: float = 0.3,  # near, when the shorter article is under SHORT characters
         min_chars: int = 60,  # characters of shared text (boilerplate aside) a partial needs
     ) -> None:

@@ -39,7 +39,7 @@ class Settings(models.Model):
     )
     stop_words = models.TextField(_("extra stop words"), blank=True, help_text=_("one per line"))
     near = models.FloatField(_("near: least similarity"), default=0.4, validators=SHARE)
-    partial = models.FloatField(_("partial: least containment"), default=0.45, validators=SHARE)
+    partial = models.FloatField(_("partial: least containment"), default=0.4, validators=SHARE)
     near_short = models.FloatField(
         _("near, short texts: least similarity"),
         default=0.3,

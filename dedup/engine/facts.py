@@ -2,7 +2,8 @@
 number; `Features.facts`). A copy keeps them; a template filled in with other facts (a weather
 report, a match result, a notice) shares its words in every passage and few of its facts.
 Verification (dedup.engine.verify) asks, of the smaller article's passages that are mostly in
-the other, whether fewer than half change their facts, before it calls a pair near.
+the other, whether fewer than half change their facts, before it calls a pair near, and
+leaves a passage that changes its facts out of a partial copy's evidence.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ PRIME_2 = np.uint64(native.PRIME_2)
 FACTS_KEPT = 0.67
 FACTS_CHANGED = 0.5
 FACTS_LEAST = 2
-# A passage gets a fact key (fact_keys) when it holds this many numbers: one alone (a
-# chapter's, a year) is shared by chance by texts that are no copies of each other.
+# A passage gets a fact key (fact_keys) when it holds this many numbers (a window of two): one
+# alone (a chapter's, a year) is shared by chance by texts that are no copies of each other.
 FACT_KEY_LEAST = 2
 
 

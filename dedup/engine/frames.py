@@ -7,11 +7,14 @@ half of a short page, and two pages of one template are no copy of each other: e
 of its own, and what they share ends both, at the same place.
 
 A pair's *frame* is the run of passages that ends both articles (the last passage of both,
-the one before it in both, ...; boilerplate both hold goes on the run), each of them the
-same passage in both (equal keys) and held by at least FRAME_OWNERS articles (more than the
-pair: the template used again), when the smaller article has text of its own besides what
-the two share (an article copied at the end of a bigger page has none: all of it is shared,
-and the run is the copy). A partial copy's evidence and containment leave the frame out.
+the one before it in both, ...; boilerplate both hold goes on the run), each of them mostly
+in its counterpart and held by at least FRAME_OWNERS articles (more than the pair: the
+template used again; where the two are cut otherwise, each of them), when the smaller
+article has text of its own besides what the two share (an article copied at the end of a
+bigger page has none: all of it is shared, and the run is the copy): a passage not in the
+other, or less than FRAME_CONTAINED of its text in the other (a page's own short paragraphs
+joined into its frame's passages). A partial copy's evidence and containment leave the frame
+out.
 
 Only the run from the end: a run from the start is as often an excerpt of a story's first
 paragraphs quoting it first (bench.trusted's news corpus lost excerpts to it) and the false
@@ -60,8 +63,14 @@ def frame_passages(
         p, q = n - back, m - back
         if held_small is not None and held_small[p] and held_big[q]:
             continue  # boilerplate both hold, at the same place: the run goes on
-        if partner.get(p) != q or small.passage_keys[p] != big.passage_keys[q]:
+        if partner.get(p) != q:
             break
+        if small.passage_keys[p] != big.passage_keys[q]:
+            # Cut otherwise (a page's last paragraph joined to the related links): the same
+            # place still, where both passages are held by the template's pages.
+            keys = np.array([small.passage_keys[p], big.passage_keys[q]], np.uint64)
+            if owners(keys).min() < FRAME_OWNERS:
+                break
         run.append(p)
     if not run:
         return set()

@@ -59,6 +59,8 @@ def with_facts_kept(
     phone number is no copied text, however many of its words it shares. A number left out
     is no changed fact where the other's passage states none in its stead (a quotation cut
     short of a passage's last number)."""
+    if not facts_may_change(fa, fb):  # the other keeps every number: none changed
+        return passages
     changed = changed_facts(fa, fb, passages, replaced=True)
     if changed is None or not changed.any():
         return passages

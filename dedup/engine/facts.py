@@ -29,6 +29,10 @@ PRIME_2 = np.uint64(native.PRIME_2)
 FACTS_KEPT = 0.67
 FACTS_CHANGED = 0.5
 FACTS_LEAST = 2
+# A near copy keeps NUMBERS_KEPT of the smaller article's numbers, told when it states
+# NUMBERS_LEAST or more (numbers_kept).
+NUMBERS_KEPT = 0.5
+NUMBERS_LEAST = 4
 # A passage gets a fact key (fact_keys) when it holds this many numbers (a window of two): one
 # alone (a chapter's, a year) is shared by chance by texts that are no copies of each other.
 FACT_KEY_LEAST = 2
@@ -41,6 +45,19 @@ def facts_may_change(fa: Features, fb: Features) -> bool:
     if len(small.facts) < FACTS_LEAST * GRAM:
         return False
     return not _in(small.facts.reshape(-1, GRAM), other.fact_set).any(axis=1).all()
+
+
+def numbers_kept(fa: Features, fb: Features) -> bool:
+    """Tell whether the other article keeps at least NUMBERS_KEPT of the smaller one's numbers
+    (True when it states fewer than NUMBERS_LEAST): a near copy keeps most of them, though a
+    passage or two may change its own (a new version line); a template's siblings change
+    most, even where the passages holding them are not mostly in the other (a market close's
+    figures, around a commentary sentence every close repeats)."""
+    small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
+    if len(small.facts) < NUMBERS_LEAST * GRAM:
+        return True
+    kept = _in(small.facts.reshape(-1, GRAM), other.fact_set).any(axis=1)
+    return np.count_nonzero(kept) >= NUMBERS_KEPT * len(kept)
 
 
 def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> bool:

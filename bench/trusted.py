@@ -212,8 +212,18 @@ def main() -> None:
         help="seeds of the tune split the thresholds are chosen on (one draw let one corpus's "
         "quirks choose)",
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS / "trusted.md",
+        help="where the table goes (another draw beside the report: trusted-seed6.md)",
+    )
     args = parser.parse_args()
     command = "python -m bench.trusted" + (f" --size {args.size}" if args.size else "")
+    if args.report_seed != parser.get_default("report_seed"):
+        command += f" --report-seed {args.report_seed}"
+    if args.tune_seeds != parser.get_default("tune_seeds"):
+        command += " --tune-seeds " + " ".join(map(str, args.tune_seeds))
     out: list[str] = []
 
     def say(line: str = "") -> None:
@@ -344,8 +354,10 @@ def main() -> None:
         )
     say()
     say(f"Run time {time.perf_counter() - started:.0f} s.")
-    provenance.write(RESULTS / "trusted.md", "\n".join(out) + "\n", command)
-    print(f"\nsaved to {RESULTS / 'trusted.md'}")
+    if args.out != parser.get_default("out"):
+        command += f" --out {args.out}"
+    provenance.write(args.out, "\n".join(out) + "\n", command)
+    print(f"\nsaved to {args.out}")
 
 
 def _f(x) -> str:

@@ -29,8 +29,8 @@ PRIME_2 = np.uint64(native.PRIME_2)
 FACTS_KEPT = 0.67
 FACTS_CHANGED = 0.5
 FACTS_LEAST = 2
-# A near copy keeps NUMBERS_KEPT of the smaller article's numbers, told when it states
-# NUMBERS_LEAST or more (numbers_kept).
+# Where those passages hold too few, a near copy keeps NUMBERS_KEPT of the smaller article's
+# numbers, told when it states NUMBERS_LEAST or more (numbers_kept).
 NUMBERS_KEPT = 0.5
 NUMBERS_LEAST = 4
 # A passage gets a fact key (fact_keys) when it holds this many numbers (a window of two): one
@@ -49,10 +49,12 @@ def facts_may_change(fa: Features, fb: Features) -> bool:
 
 def numbers_kept(fa: Features, fb: Features) -> bool:
     """Tell whether the other article keeps at least NUMBERS_KEPT of the smaller one's numbers
-    (True when it states fewer than NUMBERS_LEAST): a near copy keeps most of them, though a
-    passage or two may change its own (a new version line); a template's siblings change
-    most, even where the passages holding them are not mostly in the other (a market close's
-    figures, around a commentary sentence every close repeats)."""
+    (True when it states fewer than NUMBERS_LEAST): asked when the passages mostly in the
+    other hold too few numbers to tell (facts_agree). A template's siblings change most of
+    theirs, though the passages holding them are not mostly in the other (a market close's
+    figures, around a commentary sentence every close repeats); a changelog entry uploaded
+    again changes its version and date, and keeps the bug numbers of its items, which
+    facts_agree tells by."""
     small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
     if len(small.facts) < NUMBERS_LEAST * GRAM:
         return True
@@ -63,9 +65,12 @@ def numbers_kept(fa: Features, fb: Features) -> bool:
 def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> bool:
     """Tell whether most of the smaller article's passages that are mostly in the other
     (`passages`, pairs of passage numbers as from merge.partial_passages) keep most of their
-    numbers in it, or hold none; True when they hold too few numbers to tell."""
+    numbers in it, or hold none; when they hold too few numbers to tell, whether the other
+    keeps half of the smaller one's numbers (numbers_kept)."""
     changed = changed_facts(fa, fb, passages)
-    return changed is None or np.count_nonzero(changed) < FACTS_CHANGED * len(passages)
+    if changed is None:
+        return numbers_kept(fa, fb)
+    return np.count_nonzero(changed) < FACTS_CHANGED * len(passages)
 
 
 def with_facts_kept(

@@ -41,7 +41,7 @@ from dedup.engine.boilerplate import (  # noqa: F401 (callers import them from h
     passage_owners_of,
 )
 from dedup.engine.config import Config
-from dedup.engine.facts import facts_agree, facts_may_change, numbers_kept, with_facts_kept
+from dedup.engine.facts import facts_agree, facts_may_change, with_facts_kept
 from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
     FEATURES_FORMAT,
     GRAM,
@@ -299,16 +299,11 @@ class Detector:
             passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
         if kind == "near":
             # A template filled in with other facts shares its words in every passage, and
-            # its facts in few: a copy keeps the facts of most of its passages, and half of
-            # its numbers.
+            # its facts in few: a copy keeps the facts of most of its passages.
             # Else it may still hold a stretch of the other, its facts kept (below).
-            if (
-                facts_agree(fa, fb, passages)
-                and numbers_kept(fa, fb)
-                and (
-                    similarity >= NEAR_CLEAR
-                    or passages_agree(fa, fb, passages, in_a, in_b, NEAR_PASSAGES)
-                )
+            if facts_agree(fa, fb, passages) and (
+                similarity >= NEAR_CLEAR
+                or passages_agree(fa, fb, passages, in_a, in_b, NEAR_PASSAGES)
             ):
                 return "near", [], shared_chars, similarity
             similarity = shared / small_size

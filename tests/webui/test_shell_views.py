@@ -48,10 +48,20 @@ def admin_client_() -> Client:
 
 @pytest.fixture(autouse=True)
 def _workers_known():
-    """No test pings Celery unless it means to: the overview reads a cached answer."""
+    """No test pings Celery unless it means to: the overview reads a cached answer. The
+    overview's own threads (a ping, a refresh of its figures) finish before the next test, so
+    that none writes the cache under it."""
+    _overview_threads_joined()
     cache.set(overview.WORKERS_CACHE_KEY, {"ok": True, "names": ["w1@test"], "error": ""}, 60)
     yield
+    _overview_threads_joined()
     cache.clear()
+
+
+def _overview_threads_joined() -> None:
+    for thread in threading.enumerate():
+        if thread.name.endswith(("(ping)", "(_figures_refresh)")):
+            thread.join(10)
 
 
 def jsonl(*texts: str) -> bytes:

@@ -29,6 +29,9 @@ PRIME_2 = np.uint64(native.PRIME_2)
 FACTS_KEPT = 0.67
 FACTS_CHANGED = 0.5
 FACTS_LEAST = 2
+# A passage changes its facts too where FACTS_REPLACED of its numbers are stated otherwise in
+# the other's passage: a copy edited keeps its date and hours, if not each of its numbers.
+FACTS_REPLACED = 2
 # Where those passages hold too few, a near copy keeps NUMBERS_KEPT of the smaller article's
 # numbers, told when it states NUMBERS_LEAST or more (numbers_kept).
 NUMBERS_KEPT = 0.5
@@ -67,10 +70,15 @@ def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> 
     (`passages`, pairs of passage numbers as from merge.partial_passages) keep most of their
     numbers in it, or hold none; when they hold too few numbers to tell, whether the other
     keeps half of the smaller one's numbers (numbers_kept)."""
-    changed = changed_facts(fa, fb, passages)
-    if changed is None:
+    found = changed_facts(fa, fb, passages)
+    if found is None:
         return numbers_kept(fa, fb)
-    return np.count_nonzero(changed) < FACTS_CHANGED * len(passages)
+    # Those that state numbers, by their shingles: a notice's sentence of date, hours and
+    # streets outweighs its hotline and its signature's date, which its siblings of one month
+    # keep, and a template's sentence of no number tells nothing of its facts.
+    changed, numbered = found
+    sizes = np.maximum((fa if len(fa.shingles) <= len(fb.shingles) else fb).passage_sizes, 1)
+    return sizes[changed].sum() < FACTS_CHANGED * sizes[numbered].sum()
 
 
 def with_facts_kept(
@@ -83,20 +91,23 @@ def with_facts_kept(
     short of a passage's last number)."""
     if not facts_may_change(fa, fb):  # the other keeps every number: none changed
         return passages
-    changed = changed_facts(fa, fb, passages, replaced=True)
-    if changed is None or not changed.any():
+    found = changed_facts(fa, fb, passages, replaced=True)
+    if found is None or not found[0].any():
         return passages
+    changed = found[0]
     small = 0 if len(fa.shingles) <= len(fb.shingles) else 1
     return [pair for pair in passages if not changed[pair[small]]]
 
 
 def changed_facts(
     fa: Features, fb: Features, passages: list[tuple[int, int]], *, replaced: bool = False
-) -> np.ndarray | None:
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Return, for each passage of the smaller article, whether it is one of `passages` and
     keeps fewer than FACTS_KEPT of its numbers in the other (with `replaced`, and the other's
-    passage states numbers the smaller article does not); None when `passages` hold fewer
-    than FACTS_LEAST numbers (too few to tell)."""
+    passage states numbers the smaller article does not), or has FACTS_REPLACED of them stated
+    otherwise there (another day and hour of one notice for the same street: its year, month
+    and house numbers kept); and whether it is one of `passages` that states numbers. None
+    when `passages` hold fewer than FACTS_LEAST numbers (too few to tell)."""
     small_is_a = len(fa.shingles) <= len(fb.shingles)
     small, other = (fa, fb) if small_is_a else (fb, fa)
     if len(small.facts) < FACTS_LEAST * GRAM or not passages or not len(small.shingles):
@@ -104,37 +115,55 @@ def changed_facts(
     mine = [p if small_is_a else q for p, q in passages]
     held = np.zeros(len(small.passage_keys), bool)
     held[mine] = True
-    of, kept = _numbers(small, other)
+    of, kept, own = _numbers(small, other)
     inside = held[of]
     if np.count_nonzero(inside) < FACTS_LEAST:
         return None
-    of, kept = of[inside], kept[inside]
+    of, kept, own = of[inside], kept[inside], own[inside]
     count = np.bincount(of, minlength=len(held))
+    lost = np.bincount(of, weights=own, minlength=len(held))
     kept = np.bincount(of, weights=kept, minlength=len(held))
     changed = (count > 0) & (kept < FACTS_KEPT * count)
-    if replaced and changed.any():
-        theirs = [q if small_is_a else p for p, q in passages]
-        their_of, their_kept = _numbers(other, small)
-        stated = np.bincount(their_of[~their_kept], minlength=len(other.passage_keys)) > 0
-        instead = np.zeros(len(held), bool)
-        instead[mine] = stated[theirs]
-        changed &= instead
-    return changed
+    if not changed.any() and lost.max() < FACTS_REPLACED:
+        return changed, count > 0
+    # The numbers the other's passage states that the smaller article does not, per passage,
+    # and of those the ones in the places of the smaller one's.
+    theirs = [q if small_is_a else p for p, q in passages]
+    their_of, their_kept, their_own = _numbers(other, small)
+    size = len(other.passage_keys)
+    stated = np.zeros((2, len(held)), np.int64)
+    stated[0, mine] = np.bincount(their_of[~their_kept], minlength=size)[theirs]
+    stated[1, mine] = np.bincount(their_of[their_own], minlength=size)[theirs]
+    if replaced:
+        changed &= stated[0] > 0
+    return changed | (np.minimum(lost, stated[1]) >= FACTS_REPLACED), count > 0
 
 
-def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return, for each number of an article (those with a gram among its shingles), its
-    passage (that of the first such gram: one across two passages is none) and whether
-    `other` keeps it (one of its grams among the other's facts)."""
+    passage (that of the first such gram: one across two passages is none), whether `other`
+    keeps it (one of its grams among the other's facts), and whether it is stated otherwise
+    there: not kept, but its place is (fact_places: the words around it, not a clause moved
+    elsewhere), and not right after a number so stated (the fraction of a decimal, the
+    minutes of an hour: one fact)."""
     shingles = features.shingles
     if len(features.facts) < GRAM or not len(shingles):
-        return np.empty(0, np.int64), np.empty(0, bool)
+        return np.empty(0, np.int64), np.empty(0, bool), np.empty(0, bool)
     grams = features.facts.reshape(-1, GRAM)
     at = np.minimum(np.searchsorted(shingles, grams), len(shingles) - 1)
     known = (shingles[at] == grams) & (grams != 0)
     placed = known.any(axis=1)
     of = features.passage_of[at[placed, known[placed].argmax(axis=1)]].astype(np.int64)
-    return of, _in(grams[placed], other.fact_set).any(axis=1)
+    kept = _in(grams[placed], other.fact_set).any(axis=1)
+    # Right after the one before: the gram that starts at it holds that one second.
+    grams = grams[placed]
+    follows = np.zeros(len(grams), bool)
+    follows[1:] = (grams[1:, GRAM - 2] == grams[:-1, GRAM - 1]) & (grams[1:, GRAM - 2] != 0)
+    own = ~kept
+    own[1:] &= ~(follows[1:] & ~kept[:-1])
+    if len(features.places) == len(placed):  # in its place in the other, stated otherwise
+        own &= _in(features.places[placed], other.place_set)
+    return of, kept, own
 
 
 def fact_keys(features: Features) -> np.ndarray:
@@ -210,3 +239,32 @@ def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
     shingles = (grams >> np.uint64(32)).astype(np.uint32)
     shingles[outside] = 0
     return shingles
+
+
+# What a number stands for in the grams of fact_places: any number, so that its place is the same
+# whoever fills it in (a code point no text holds).
+ANY_NUMBER = 0x10FFFF
+
+
+def fact_places(units: str, numbers: list[int]) -> np.ndarray:
+    """Return, for each number of passage_lines' text (in order, as fact_shingles), the shingle
+    of its *place*: the gram from the unit before it (or the text's last), every number in it
+    standing for any (ANY_NUMBER); uint32, one per number. A number stated
+    otherwise in the same words has its place in the other article ("5月9日" and "5月13日"); one
+    moved elsewhere with its clause has not."""
+    if not numbers:
+        return np.empty(0, np.uint32)
+    codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
+    n = len(codes) - GRAM + 1
+    if n <= 0:
+        return np.empty(0, np.uint32)
+    where = np.isin(codes, np.array(numbers, np.uint32))
+    at = np.flatnonzero(where)
+    codes = codes.copy()
+    codes[where] = ANY_NUMBER
+    starts = np.clip(at - 1, 0, n - 1)  # at the text's end, the last gram
+    pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
+    grams = pairs_[starts + 2] * PRIME_2
+    grams += pairs_[starts]
+    grams *= PRIME
+    return (grams >> np.uint64(32)).astype(np.uint32)

@@ -33,7 +33,7 @@ from functools import cached_property
 import numpy as np
 
 from dedup.engine import merge, native
-from dedup.engine.facts import fact_keys, fact_shingles
+from dedup.engine.facts import fact_keys, fact_places, fact_shingles
 from dedup.engine.passages import passage_lines
 from dedup.engine.units import (  # noqa: F401 (callers')
     as_units,
@@ -49,13 +49,14 @@ GRAM = native.GRAM
 # Packed features (Features.to_bytes): magic, format, flags, fingerprint, length, shingle
 # count, passage count, unit count, fact count; little-endian. Then the shingles (u4), the
 # passage of each (u2, or u4 with the WIDE flag: more than 65,536 passages), the passage keys
-# (u8), the facts (u4).
+# (u8), the facts (u4), the places of the numbers (u4, one per GRAM facts).
 _FEATURES_MAGIC = b"DDF\x00"
 # 3: units and the unit count in the header; 4: mail headers left out; 5: the facts; 6: passages
 # cut where wrapped lines and list items are marked (dedup.engine.marks); 7: a heading before a
 # list is a passage of its own; 8: fact keys of windows of two numbers (dedup.engine.facts; not
-# packed, but stored as passage-key rows, which a rebuild writes again)
-FEATURES_FORMAT = 8
+# packed, but stored as passage-key rows, which a rebuild writes again); 9: each number's place
+# (dedup.engine.facts.fact_places), after the facts
+FEATURES_FORMAT = 9
 _FEATURES_HEADER = struct.Struct("<4sBBQQIIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
@@ -78,6 +79,8 @@ class Features:
     units: int = -1  # units (characters, or words of spaced scripts); -1: as many as length
     # uint32, GRAM per number in text order: the shingles of its grams (see fact_shingles)
     facts: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
+    # uint32, one per number in text order: the shingle of its place (see fact_places)
+    places: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
 
     @property
     def unit_count(self) -> int:
@@ -93,6 +96,11 @@ class Features:
     def fact_set(self) -> np.ndarray:
         """Return the shingles of the grams that hold a number, sorted and distinct."""
         return np.unique(self.facts[self.facts != 0])
+
+    @cached_property
+    def place_set(self) -> np.ndarray:
+        """Return the shingles of its numbers' places, sorted and distinct."""
+        return np.unique(self.places[self.places != 0])
 
     @cached_property
     def fact_keys(self) -> np.ndarray:
@@ -126,6 +134,7 @@ class Features:
                 np.ascontiguousarray(self.passage_of, dtype="<u4" if wide else "<u2").tobytes(),
                 np.ascontiguousarray(self.passage_keys, dtype="<u8").tobytes(),
                 np.ascontiguousarray(self.facts, dtype="<u4").tobytes(),
+                np.ascontiguousarray(self.places, dtype="<u4").tobytes(),
             ]
         )
 
@@ -146,7 +155,8 @@ class Features:
         header = _FEATURES_HEADER.unpack_from(data)
         _, _, flags, fingerprint, length, shingles, passages, units, facts = header
         of = "<u4" if flags & _WIDE else "<u2"
-        if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8 + facts * 4:
+        places = facts // GRAM
+        if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8 + (facts + places) * 4:
             raise ValueError("packed features are truncated or too long: recompute them")
         at = size
 
@@ -167,6 +177,7 @@ class Features:
             passage_sizes=np.bincount(passage_of, minlength=passages),
             units=units,
             facts=take("<u4", facts, np.uint32),
+            places=take("<u4", places, np.uint32),
         )
 
 
@@ -183,6 +194,7 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
     facts = fact_shingles(units, numbers)
     if len(facts):
         object.__setattr__(features, "facts", facts)
+        object.__setattr__(features, "places", fact_places(units, numbers))
     return features
 
 

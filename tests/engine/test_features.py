@@ -82,11 +82,15 @@ def test_a_repeated_sentence_belongs_to_the_first_passage_it_occurs_in(detector)
 
 
 def test_packed_features_take_six_bytes_a_shingle_eight_a_passage_and_four_a_fact(detector):
+    # A fact is a gram of a number; each number has its place too (four bytes).
     features = detector.features(ARTICLE)
     header = engine_features._FEATURES_HEADER.size
     size = header + 6 * len(features.shingles) + 8 * len(features.passage_keys)
-    size += 4 * len(features.facts)
+    size += 4 * len(features.facts) + 4 * len(features.places)
+    assert len(features.places) == len(features.facts) // engine_features.GRAM > 0
     assert len(features.to_bytes()) == size
+    back = Features.from_bytes(features.to_bytes())
+    assert (back.places == features.places).all()
     assert features.passage_keys.view(np.int64).dtype == np.int64  # stored as bigint
 
 

@@ -139,12 +139,16 @@ def record_of(obj: dict, where: str) -> Row:
     ident = obj.get("id")
     if isinstance(ident, bool) or not isinstance(ident, str | int) or ident == "":
         return BadRow(where, 'needs an "id" (a string or an integer)')
-    text = obj.get("text")
+    # "body" is the service's name for the text (its API and uploads take either).
+    field = "body" if obj.get("text") is None and obj.get("body") is not None else "text"
+    text = obj.get(field)
     fingerprint = obj.get("fingerprint")
     if text is None and "fingerprint" not in obj:
-        return BadRow(where, 'needs a "text" (or a "fingerprint", for fingerprint output)')
+        return BadRow(
+            where, 'needs a "text" or "body" (or a "fingerprint", for fingerprint output)'
+        )
     if text is not None and not isinstance(text, str):
-        return BadRow(where, f'"text" must be a string, not {type(text).__name__}')
+        return BadRow(where, f'"{field}" must be a string, not {type(text).__name__}')
     if fingerprint is not None:
         if not isinstance(fingerprint, str) or not _is_hex64(fingerprint):
             return BadRow(where, '"fingerprint" must be 16 hex digits or null')
@@ -167,9 +171,9 @@ def _read_csv(stream: BinaryIO, name: str) -> Iterator[Row]:
     if header is None:
         return
     columns = [h.strip().lower() for h in header]
-    if "id" not in columns or not ({"text", "fingerprint"} & set(columns)):
+    if "id" not in columns or not ({"text", "body", "fingerprint"} & set(columns)):
         raise InputError(
-            f"{name}: the first line must name the columns, with id and text "
+            f"{name}: the first line must name the columns, with id and text (or body) "
             f"(e.g. 'id,text'); it has {', '.join(header) or 'nothing'}"
         )
     while True:
@@ -192,7 +196,7 @@ def _read_csv(stream: BinaryIO, name: str) -> Iterator[Row]:
             yield BadRow(where, f"has {len(fields)} fields, the header has {len(columns)}")
             continue
         row = dict(zip(columns, fields, strict=True))
-        obj = {"id": row["id"].strip(), "text": row.get("text")}
+        obj = {"id": row["id"].strip(), "text": row.get("text", row.get("body"))}
         if "fingerprint" in row:
             obj["fingerprint"] = row["fingerprint"].strip() or None
         yield record_of(obj, where)

@@ -75,6 +75,19 @@ def test_malformed_lines_are_reported_and_good_lines_still_fingerprinted(tmp_pat
     assert "6 row(s) skipped" in reports[-1]
 
 
+def test_a_body_is_read_as_the_text_as_the_service_reads_it(tmp_path, capsys):
+    # The API and uploads take "body" or "text": a file sent to both reads the same here.
+    source = write_jsonl(tmp_path / "in.jsonl", {"id": 1, "body": NEWS}, {"id": 2, "body": 3})
+    code, lines, err = run(capsys, "--input", str(source))
+    assert [line["id"] for line in lines] == [1]
+    assert lines[0]["fingerprint"] == expected(NEWS)
+    assert code == EXIT_SKIPPED and f'{source}:2: "body" must be a string' in err
+    table = tmp_path / "in.csv"
+    table.write_text(f"id,title,body\nc1,a title,{FARM}\n", encoding="utf-8")
+    code, lines, _ = run(capsys, "--input", str(table))
+    assert code == EXIT_OK and lines[0]["fingerprint"] == expected(FARM)
+
+
 def test_text_without_words_gets_a_status_and_no_fingerprint(tmp_path, capsys):
     source = write_jsonl(
         tmp_path / "in.jsonl",
@@ -106,10 +119,10 @@ def test_csv_with_quoted_multiline_text_and_a_bad_row(tmp_path, capsys):
 
 def test_csv_without_text_column_is_refused_with_a_hint(tmp_path, capsys):
     source = tmp_path / "in.csv"
-    source.write_text("id,body\n1,hello\n", encoding="utf-8")
+    source.write_text("id,content\n1,hello\n", encoding="utf-8")
     code, lines, err = run(capsys, "-i", str(source))
     assert code == EXIT_USAGE and lines == []
-    assert "first line must name the columns" in err and "id, body" in err
+    assert "first line must name the columns" in err and "id, content" in err
 
 
 def test_directory_of_text_and_html_files_uses_paths_as_ids(tmp_path, capsys):

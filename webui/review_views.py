@@ -17,6 +17,8 @@ from dedup.models import Article, Decision, Settings, Verdict
 from dedup.selectors import clusterings
 from webui import review_context as ctx
 from webui.access import editor_required
+from webui.queue_page import listed_clusters
+from webui.review_params import queue_params_parse
 
 
 def _bad(request: HttpRequest, error: Exception) -> HttpResponse:
@@ -259,7 +261,7 @@ def _with_article_fields(rows: list[list]):
         yield row + list(fields.get(row[1], ("", "", "")))
 
 
-def _cluster_rows(found: clusterings.Clustering):
+def _cluster_rows(found: clusterings.Clustering, numbers: list[int]):
     yield [
         "cluster", "article", "role", "size", "via", "kind", "distance", "similarity", "source",
         "external_id", "title", "url",
@@ -267,7 +269,7 @@ def _cluster_rows(found: clusterings.Clustering):
     table = found.table
     grouped, starts, ends = clusterings.cluster_groups(found)
     batch: list[list] = []
-    for c in range(len(found.size)):
+    for c in numbers:
         members, _edges = clusterings.member_paths(found, c, grouped[starts[c] : ends[c]])
         original = members[0].article_id
         for m in members:
@@ -300,11 +302,17 @@ def _cluster_rows(found: clusterings.Clustering):
 @require_GET
 @editor_required
 def clusters_export(request: HttpRequest) -> HttpResponse:
-    """Stream the clusters at the current similarity bars as CSV: one row per member."""
+    """Stream the clusters at the current similarity bars as CSV: one row per member, of the
+    clusters the queue's filters select (source, length band, dates, search; a status when
+    one is chosen, else every cluster), in the queue's order."""
+    params = request.GET.copy()
+    params.setdefault("status", "all")
     try:
-        threshold = ctx.threshold_parse(request.GET)
+        threshold = ctx.threshold_parse(params)
+        qp = queue_params_parse(params)
     except ctx.ParamError as error:
         return _bad(request, error)
     found = selectors.match_table().clustering(threshold.bars)
+    order, _hits, _limited = listed_clusters(found, qp)
     name = f"clusters-near{threshold.near:g}-partial{threshold.partial:g}.csv"
-    return _csv_response(_cluster_rows(found), name)
+    return _csv_response(_cluster_rows(found, order.tolist()), name)

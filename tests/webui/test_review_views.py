@@ -442,6 +442,26 @@ def test_exports_stream_csv_with_a_header(editor_client, editor, chain):
     assert editor_client.get("/export/clusters.csv?k=zz").status_code == 200  # k: ignored
 
 
+def test_cluster_export_follows_the_queues_filters(editor_client, chain):
+    a, _b, _c = chain
+    other = [article(n, source="新华社") for n in (4, 5)]
+    Match.objects.create(a=other[0], b=other[1], kind="near", distance=1, similarity=0.9)
+
+    def exported(query: str) -> list[str]:
+        response = editor_client.get(f"/export/clusters.csv?{query}")
+        _head, *rows = csv.reader(io.StringIO(b"".join(response.streaming_content).decode()))
+        return sorted({r[0] for r in rows})  # the clusters, by their originals
+
+    assert exported("") == sorted([str(a.id), str(other[0].id)])
+    assert exported("source=新华社") == [str(other[0].id)]
+    assert exported("source=新华社&status=reviewed") == []  # none reviewed yet
+    assert exported("q=不在任何文章里") == []
+    assert editor_client.get("/export/clusters.csv?from=yesterday").status_code == 400
+    # The queue's link carries its filters.
+    html = editor_client.get("/?source=新华社").content.decode()
+    assert "/export/clusters.csv?near=0&amp;partial=0&amp;source=" in html
+
+
 def test_exports_name_articles_as_editors_know_them(editor_client, editor, chain):
     a, b, _c = chain
     Article.objects.filter(id=a.id).update(external_id="xh-1", url="https://example.com/1")

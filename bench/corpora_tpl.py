@@ -225,8 +225,10 @@ def _half(values: Sequence[str], split: str) -> list[str]:
     return ranked[SPLITS.index(split) :: 2]
 
 
-def _date(rng: random.Random, zh: bool) -> str:
-    y, m, d = rng.randint(2015, 2025), rng.randint(1, 12), rng.randint(1, 28)
+def _date(rng: random.Random, zh: bool, month: tuple[int, int] | None = None) -> str:
+    """Draw a date (in `month`, a year and month, when given)."""
+    y, m = month or (rng.randint(2015, 2025), rng.randint(1, 12))
+    d = rng.randint(1, 28)
     return f"{y}年{m}月{d}日" if zh else f"{d} {_MONTHS[m - 1]} {y}"
 
 
@@ -402,6 +404,10 @@ def templated(*, seed: int, split: str, size: int) -> Corpus:
         if text not in seen:
             seen.add(text)
             reports.append((lang, text))
+    # A series: one issuer's notices for one street on other days, the rest the same (the
+    # stretch, the reason, the hotline; the hours half of the time); each one a report of its
+    # own, drawn apart from the reports above (those stay as they were).
+    series = _series(reports, seed, split, names, variant, seen)
     copied = 0
     for i, (lang, text) in enumerate(reports):
         fid = f"tpl-{i:05d}"
@@ -415,7 +421,43 @@ def templated(*, seed: int, split: str, size: int) -> Corpus:
         # In a page only a report long enough to carry real facts, not just its template.
         if len(text) >= 300 and doc_rng.random() < 0.8:
             _embedded(asm, orig, lang, doc_rng, zh_pool if lang == "zh" else en_pool, donors[lang])
-    return asm.finish(reports=len(reports), reports_with_copies=copied)
+    for i, (_lang, text) in enumerate(series):
+        asm.negative(f"tpl-s{i:05d}", "templated", text)
+    return asm.finish(reports=len(reports), reports_with_copies=copied, series=len(series))
+
+
+SERIES_SHARE = 0.05  # series, as a share of the reports
+
+
+def _series(
+    reports: list[tuple[str, str]],
+    seed: int,
+    split: str,
+    names: dict,
+    variant: int,
+    seen: set[str],
+) -> list[tuple[str, str]]:
+    """Return the reports of series: 2 to 4 notices of one issuer for one street on other days
+    (and, half of the time, at other hours), everything else the same: the template is filled
+    in with the same facts but the date, the one that tells them apart."""
+    rng = random.Random(f"templated/{seed}/{split}/series")
+    out = []
+    for _ in range(round(SERIES_SHARE * len(reports))):
+        kind = "notice"
+        lang = rng.choice(("zh", "en"))
+        facts = _facts(kind, lang == "zh", rng, names[lang])
+        template = _TEMPLATES[kind, lang][variant]
+        month = rng.randint(2015, 2025), rng.randint(1, 12)
+        for _ in range(rng.randint(2, 4)):  # the first and 1 to 3 more, in one month
+            day = dict(facts, date=_date(rng, lang == "zh", month))
+            if rng.random() < 0.5:
+                start = rng.randint(0, 20)
+                day.update(start=str(start), end=str(start + rng.randint(2, 10)))
+            text = template.format(**day).replace("\n\n", "\n").strip()
+            if text not in seen:
+                seen.add(text)
+                out.append((lang, text))
+    return out
 
 
 def _near(asm: Assembler, orig: Doc, lang: str, rng: random.Random, donors) -> None:

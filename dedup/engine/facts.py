@@ -32,6 +32,13 @@ FACTS_LEAST = 2
 # A passage changes its facts too where FACTS_REPLACED of its numbers are stated otherwise in
 # the other's passage: a copy edited keeps its date and hours, if not each of its numbers.
 FACTS_REPLACED = 2
+# Two articles are one template filled in with other facts, no copy of any kind, where the
+# smaller one's passages that state a number otherwise in the other (in the same words: another
+# day of one notice, another score of one report) weigh FACTS_RESTATED of those stating
+# numbers (facts_restated): what else they share is the template. A repost that dates its
+# signature otherwise, or a changelog entry uploaded again (its version and date lines
+# restated, its items with their bug numbers whole), restates a small part of its facts.
+FACTS_RESTATED = 0.5
 # Where those passages hold too few, a near copy keeps NUMBERS_KEPT of the smaller article's
 # numbers, told when it states NUMBERS_LEAST or more (numbers_kept).
 NUMBERS_KEPT = 0.5
@@ -76,9 +83,26 @@ def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> 
     # Those that state numbers, by their shingles: a notice's sentence of date, hours and
     # streets outweighs its hotline and its signature's date, which its siblings of one month
     # keep, and a template's sentence of no number tells nothing of its facts.
-    changed, numbered = found
+    changed, numbered, restated = found
+    changed |= restated >= FACTS_REPLACED
     sizes = np.maximum((fa if len(fa.shingles) <= len(fb.shingles) else fb).passage_sizes, 1)
     return sizes[changed].sum() < FACTS_CHANGED * sizes[numbered].sum()
+
+
+def facts_restated(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> bool:
+    """Tell whether the smaller article's passages that are mostly in the other (`passages`)
+    and state one of their numbers otherwise there, in its place, weigh FACTS_RESTATED of
+    those stating numbers: one template filled in with other facts (a water notice for the
+    same street on another day), whose shared words are no copied text. A number moved
+    elsewhere with its clause, or left out, is not restated."""
+    if not facts_may_change(fa, fb):
+        return False
+    found = changed_facts(fa, fb, passages)
+    if found is None:
+        return False
+    _, numbered, restated = found
+    sizes = np.maximum((fa if len(fa.shingles) <= len(fb.shingles) else fb).passage_sizes, 1)
+    return sizes[restated > 0].sum() >= FACTS_RESTATED * sizes[numbered].sum() > 0
 
 
 def with_facts_kept(
@@ -92,22 +116,25 @@ def with_facts_kept(
     if not facts_may_change(fa, fb):  # the other keeps every number: none changed
         return passages
     found = changed_facts(fa, fb, passages, replaced=True)
-    if found is None or not found[0].any():
+    if found is None:
         return passages
-    changed = found[0]
+    changed = found[0] | (found[2] >= FACTS_REPLACED)
+    if not changed.any():
+        return passages
     small = 0 if len(fa.shingles) <= len(fb.shingles) else 1
     return [pair for pair in passages if not changed[pair[small]]]
 
 
 def changed_facts(
     fa: Features, fb: Features, passages: list[tuple[int, int]], *, replaced: bool = False
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Return, for each passage of the smaller article, whether it is one of `passages` and
     keeps fewer than FACTS_KEPT of its numbers in the other (with `replaced`, and the other's
-    passage states numbers the smaller article does not), or has FACTS_REPLACED of them stated
-    otherwise there (another day and hour of one notice for the same street: its year, month
-    and house numbers kept); and whether it is one of `passages` that states numbers. None
-    when `passages` hold fewer than FACTS_LEAST numbers (too few to tell)."""
+    passage states numbers the smaller article does not); whether it is one of `passages`
+    that states numbers; and how many of its numbers are stated otherwise in the other's
+    passage (another day and hour of one notice for the same street: its year, month and
+    house numbers kept). None when `passages` hold fewer than FACTS_LEAST numbers (too few
+    to tell)."""
     small_is_a = len(fa.shingles) <= len(fb.shingles)
     small, other = (fa, fb) if small_is_a else (fb, fa)
     if len(small.facts) < FACTS_LEAST * GRAM or not passages or not len(small.shingles):
@@ -124,8 +151,8 @@ def changed_facts(
     lost = np.bincount(of, weights=own, minlength=len(held))
     kept = np.bincount(of, weights=kept, minlength=len(held))
     changed = (count > 0) & (kept < FACTS_KEPT * count)
-    if not changed.any() and lost.max() < FACTS_REPLACED:
-        return changed, count > 0
+    if not changed.any() and not lost.any():
+        return changed, count > 0, np.zeros(len(held), np.int64)
     # The numbers the other's passage states that the smaller article does not, per passage,
     # and of those the ones in the places of the smaller one's.
     theirs = [q if small_is_a else p for p, q in passages]
@@ -136,7 +163,7 @@ def changed_facts(
     stated[1, mine] = np.bincount(their_of[their_own], minlength=size)[theirs]
     if replaced:
         changed &= stated[0] > 0
-    return changed | (np.minimum(lost, stated[1]) >= FACTS_REPLACED), count > 0
+    return changed, count > 0, np.minimum(lost, stated[1]).astype(np.int64)
 
 
 def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -161,8 +188,8 @@ def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarra
     follows[1:] = (grams[1:, GRAM - 2] == grams[:-1, GRAM - 1]) & (grams[1:, GRAM - 2] != 0)
     own = ~kept
     own[1:] &= ~(follows[1:] & ~kept[:-1])
-    if len(features.places) == len(placed):  # in its place in the other, stated otherwise
-        own &= _in(features.places[placed], other.place_set)
+    if len(features.places) == PLACES * len(placed):  # in a place of it in the other
+        own &= _in(features.places.reshape(-1, PLACES)[placed], other.place_set).any(axis=1)
     return of, kept, own
 
 
@@ -244,14 +271,16 @@ def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
 # What a number stands for in the grams of fact_places: any number, so that its place is the same
 # whoever fills it in (a code point no text holds).
 ANY_NUMBER = 0x10FFFF
+PLACES = 2  # the places of a number: the words before it, and those around it
 
 
 def fact_places(units: str, numbers: list[int]) -> np.ndarray:
-    """Return, for each number of passage_lines' text (in order, as fact_shingles), the shingle
-    of its *place*: the gram from the unit before it (or the text's last), every number in it
-    standing for any (ANY_NUMBER); uint32, one per number. A number stated
-    otherwise in the same words has its place in the other article ("5月9日" and "5月13日"); one
-    moved elsewhere with its clause has not."""
+    """Return, for each number of passage_lines' text (in order, as fact_shingles), the shingles
+    of its *place*: the gram ending at it (or the text's first) and the gram from the unit
+    before it (or the text's last), every number in them standing for any (ANY_NUMBER);
+    uint32, PLACES per number. A number stated otherwise in the same words has a place in the
+    other article ("5月9日" and "5月13日"), at a text's start or end too (the words before it,
+    or after it, are the same); one moved elsewhere with its clause has not."""
     if not numbers:
         return np.empty(0, np.uint32)
     codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
@@ -262,7 +291,10 @@ def fact_places(units: str, numbers: list[int]) -> np.ndarray:
     at = np.flatnonzero(where)
     codes = codes.copy()
     codes[where] = ANY_NUMBER
-    starts = np.clip(at - 1, 0, n - 1)  # at the text's end, the last gram
+    starts = np.empty((len(at), PLACES), np.int64)
+    starts[:, 0] = np.clip(at - GRAM + 1, 0, n - 1)  # at the text's start, the first gram
+    starts[:, 1] = np.clip(at - 1, 0, n - 1)  # at the text's end, the last gram
+    starts = starts.reshape(-1)
     pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
     grams = pairs_[starts + 2] * PRIME_2
     grams += pairs_[starts]

@@ -33,7 +33,7 @@ from functools import cached_property
 import numpy as np
 
 from dedup.engine import merge, native
-from dedup.engine.facts import fact_keys, fact_places, fact_shingles
+from dedup.engine.facts import PLACES, fact_keys, fact_places, fact_shingles
 from dedup.engine.passages import passage_lines
 from dedup.engine.units import (  # noqa: F401 (callers')
     as_units,
@@ -49,7 +49,7 @@ GRAM = native.GRAM
 # Packed features (Features.to_bytes): magic, format, flags, fingerprint, length, shingle
 # count, passage count, unit count, fact count; little-endian. Then the shingles (u4), the
 # passage of each (u2, or u4 with the WIDE flag: more than 65,536 passages), the passage keys
-# (u8), the facts (u4), the places of the numbers (u4, one per GRAM facts).
+# (u8), the facts (u4), the places of the numbers (u4, PLACES per GRAM facts).
 _FEATURES_MAGIC = b"DDF\x00"
 # 3: units and the unit count in the header; 4: mail headers left out; 5: the facts; 6: passages
 # cut where wrapped lines and list items are marked (dedup.engine.marks); 7: a heading before a
@@ -79,7 +79,7 @@ class Features:
     units: int = -1  # units (characters, or words of spaced scripts); -1: as many as length
     # uint32, GRAM per number in text order: the shingles of its grams (see fact_shingles)
     facts: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
-    # uint32, one per number in text order: the shingle of its place (see fact_places)
+    # uint32, PLACES per number in text order: the shingles of its places (see fact_places)
     places: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
 
     @property
@@ -155,7 +155,7 @@ class Features:
         header = _FEATURES_HEADER.unpack_from(data)
         _, _, flags, fingerprint, length, shingles, passages, units, facts = header
         of = "<u4" if flags & _WIDE else "<u2"
-        places = facts // GRAM
+        places = facts // GRAM * PLACES
         if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8 + (facts + places) * 4:
             raise ValueError("packed features are truncated or too long: recompute them")
         at = size

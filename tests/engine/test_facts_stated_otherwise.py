@@ -79,3 +79,48 @@ def test_a_flash_report_with_its_clauses_moved_stays_near(order):
     detector = Detector()
     verdict = detector.judge(0, 1, detector.features(first), detector.features(moved))
     assert verdict is not None and verdict.kind == "near"
+
+
+def power_notice(day: int, posted: int, hours: tuple[int, int] = (7, 15)) -> str:
+    """A power cut notice of one template: the same street, lines and hours each time, on
+    another day (posted two days before), with sentences of no number every notice repeats."""
+    return (
+        "停电公告\n\n因10千伏和平线线路检修需要，供电公司计划于2026年6月"
+        f"{day}日{hours[0]}:00至{hours[1]}:00对和平路沿线进行停电作业。\n\n"
+        "停电范围：和平路2号至260号、和平家园小区、和平路菜市场及周边商户。\n\n"
+        "届时请相关用户提前做好停电准备，妥善安排生产生活。\n\n"
+        "如遇天气等原因，检修工作将顺延进行，不再另行通知。\n\n"
+        "停电期间请勿靠近、攀爬电力设施，注意用电安全。\n\n"
+        f"供电服务热线：95598\n\n和平供电所\n\n2026年6月{posted}日"
+    )
+
+
+def test_notices_of_one_street_and_hours_on_other_days_are_no_copies_of_any_kind():
+    # Only the day differs (and the day it was posted): another notice, not an edited copy,
+    # and the sentences every notice repeats are its template, not a partial copy.
+    detector = Detector()
+    texts = [power_notice(day, day - 2) for day in (3, 10, 17, 24, 30)]
+    assert reported(detector, texts) == []
+
+
+def test_a_notice_copied_or_reposted_stays_a_copy_beside_its_siblings():
+    detector = Detector()
+    first = power_notice(17, 15)
+    related = [
+        "社区活动中心开放时间调整的说明",
+        "关于开展夏季消防安全检查的通知",
+        "和平家园小区垃圾分类投放点位公示",
+        "老年人免费健康体检预约办法",
+        "社区图书室新到图书目录",
+        "和平路菜市场改造工程进展情况通报",
+        "居民医保缴费时间及办理渠道提醒",
+    ]
+    page = "\n\n".join(
+        ["首页 > 社区 > 通知公告", first, "相关阅读", *related, "版权所有 和平社区居委会"]
+    )
+    reposted = first.replace("2026年6月15日", "2026年6月16日") + "\n\n转自：和平社区居委会"
+    texts = [first, power_notice(24, 22), page, reposted]
+    found = {(d.a, d.b): d.kind for d in reported(detector, texts)}
+    # The notice in a page is partial; reposted a day later it is near; its sibling of another
+    # day is no copy of either, nor of the page that holds the first.
+    assert found == {(0, 2): "partial", (0, 3): "near", (2, 3): "partial"}

@@ -87,7 +87,8 @@ def test_packed_features_take_six_bytes_a_shingle_eight_a_passage_and_four_a_fac
     header = engine_features._FEATURES_HEADER.size
     size = header + 6 * len(features.shingles) + 8 * len(features.passage_keys)
     size += 4 * len(features.facts) + 4 * len(features.places)
-    assert len(features.places) == len(features.facts) // engine_features.GRAM > 0
+    places = engine_features.PLACES * len(features.facts) // engine_features.GRAM
+    assert len(features.places) == places > 0
     assert len(features.to_bytes()) == size
     back = Features.from_bytes(features.to_bytes())
     assert (back.places == features.places).all()

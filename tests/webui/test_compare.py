@@ -188,3 +188,25 @@ def test_the_two_articles_are_read_in_one_statement(editor_client):
     assert len(reads) == 1, reads
     assert editor_client.get(f"/compare/{left.pk}/{right.pk + 100}/").status_code == 404
     assert editor_client.get(f"/compare/{left.pk + 100}/{right.pk}/").status_code == 404
+
+
+def test_a_match_whose_shared_passages_all_became_boilerplate_says_so(editor_client, monkeypatch):
+    # Matched when the footer was still rare; today it is boilerplate in both: no "0 shared
+    # passages" above an empty list, but what that means.
+    first = article(1, ARTICLE + "\n\n" + FOOTER)
+    second = article(2, OTHER + "\n\n" + FOOTER)
+    last_a = len(_detector().passages(first.body)) - 1
+    last_b = len(_detector().passages(second.body)) - 1
+    Match.objects.create(
+        a=first, b=second, kind="partial", similarity=0.5, shared_passages=[[last_a, last_b]]
+    )
+    monkeypatch.setattr(
+        evidence,
+        "boilerplate_passages",
+        lambda ids, version: {first.id: {last_a: 9}, second.id: {last_b: 9}},
+    )
+    response = editor_client.get(f"/compare/{first.id}/{second.id}/")
+    assert response.context["shared"] == [] and len(response.context["shared_boilerplate"]) == 1
+    html = response.content.decode()
+    assert 'id="no-evidence"' in html and "0 个共同段落" not in html
+    assert "目前没有可作为证据的共同段落" in html

@@ -32,3 +32,23 @@ def test_a_notice_in_a_page_is_matched_as_the_engine_matches_it():
     # Each article's passage keys, then its fact keys.
     stored = PassageKey.objects.filter(article_id=ids[original]).count()
     assert stored == len(features[original].passage_keys) + len(features[original].fact_keys)
+
+
+def test_notices_of_one_street_on_other_days_are_not_matched_as_they_arrive():
+    # One issuer's notices for one street, a day apart each, arriving one at a time (the
+    # boilerplate learned as they come), with a repost and a page holding one of them.
+    from tests.engine.test_facts_stated_otherwise import power_notice
+
+    notices = [power_notice(day, day - 2) for day in (3, 10, 17, 24)]
+    reposted = notices[2].replace("6月15日", "6月16日") + "\n\n转自：和平社区居委会"
+    texts = [*notices, reposted]
+    ids = []
+    for i, text in enumerate(texts):
+        ids += [a.pk for a in services.articles_ingest(rows=[{"title": f"t{i}", "body": text}])]
+        services.articles_process(article_ids=ids[-1:])
+    position = {article_id: n for n, article_id in enumerate(ids)}
+    found = {
+        (position[a], position[b]): kind
+        for a, b, kind in Match.objects.values_list("a_id", "b_id", "kind")
+    }
+    assert found == {(2, 4): "near"}

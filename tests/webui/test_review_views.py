@@ -287,6 +287,14 @@ def test_undo_takes_a_decision_back_and_keeps_the_history(editor_client, chain):
     assert Decision.objects.count() == 2
 
 
+def test_the_last_pair_decided_says_none_is_left(editor_client, chain):
+    a, b, c = chain
+    for x, y in ((a, b), (b, c)):
+        editor_client.post("/decisions/", {"pick": f"duplicate:{x.id}:{y.id}:0"})
+    html = editor_client.get(f"/compare/{b.id}/{c.id}/").content.decode()
+    assert 'id="next-pair-none"' in html and "这个簇里已没有未审核的对" in html
+
+
 def test_deciding_side_by_side_goes_on_to_the_next_undecided_pair(editor_client, chain):
     a, b, c = chain
     page = editor_client.get(f"/compare/{a.id}/{b.id}/")
@@ -304,7 +312,9 @@ def test_deciding_side_by_side_goes_on_to_the_next_undecided_pair(editor_client,
     assert response["Location"] == page.context["next_url"]
     last = editor_client.get(f"/compare/{b.id}/{c.id}/")
     assert "next_url" not in last.context  # a ~ b is decided: none is left
-    assert 'id="next-pair-none"' in last.content.decode()
+    html = last.content.decode()
+    # b ~ c waits: it is the last undecided pair, not "none left" beside "waiting".
+    assert 'id="next-pair-none"' in html and "这是最后一对" in html
     # Undo stays on the pair it undid.
     seen = Decision.objects.get().id
     here = f"/compare/{a.id}/{b.id}/"

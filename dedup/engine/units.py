@@ -50,16 +50,27 @@ def as_units(normal: str) -> str:
     return "".join(parts)
 
 
+# A word of letters and digits holding this many digits is a number too: an identifier (a
+# parcel's tracking number, an order, a flight, "RFC2616") states a fact as a number does,
+# while "v2", "mp3" or "sha256" name a thing.
+ID_DIGITS = 4
+
+
+def _is_number(word: str) -> bool:
+    return word.isdecimal() or sum(c.isdecimal() for c in word) >= ID_DIGITS
+
+
 def as_units_and_numbers(normal: str) -> tuple[str, list[int]]:
     """Return `as_units(normal)` and the code points in it of the numbers (words of decimal
-    digits alone: "2024" in "2024年", not "v2" or "mp3")."""
+    digits alone: "2024" in "2024年", not "v2" or "mp3"; and identifiers of ID_DIGITS digits
+    or more: "1Z999AA10123456784")."""
     parts = _WORD.split(normal)
     if len(parts) == 1:
         return normal, []
     words = parts[1::2]
     get = _word_unit_cache.get
     parts[1::2] = [get(w) or _word_unit(w) for w in words]
-    numbers = {unit for word, unit in zip(words, parts[1::2], strict=True) if word.isdecimal()}
+    numbers = {unit for word, unit in zip(words, parts[1::2], strict=True) if _is_number(word)}
     return "".join(parts), [ord(unit) for unit in numbers]
 
 

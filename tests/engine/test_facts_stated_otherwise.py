@@ -124,3 +124,19 @@ def test_a_notice_copied_or_reposted_stays_a_copy_beside_its_siblings():
     # The notice in a page is partial; reposted a day later it is near; its sibling of another
     # day is no copy of either, nor of the page that holds the first.
     assert found == {(0, 2): "partial", (0, 3): "near", (2, 3): "partial"}
+
+
+def test_messages_of_one_template_for_other_identifiers_are_not_reported():
+    # An identifier of letters and digits states a fact as a number does: another parcel,
+    # order or flight, not the same message edited ("v2" or "mp3" name a thing).
+    def message(code: str) -> str:
+        return (
+            f"Your order {code} has shipped and should arrive by Friday 6 pm. "
+            "Reply STOP to opt out of delivery updates."
+        )
+
+    detector = Detector()
+    texts = [message(code) for code in ("XK20491833Q", "XK20495521Q", "XK20770019Q")]
+    texts.append(texts[0].replace("should arrive", "will arrive"))
+    found = {(d.a, d.b): d.kind for d in reported(detector, texts)}
+    assert found == {(0, 3): "near"}

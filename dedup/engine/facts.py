@@ -77,16 +77,7 @@ def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> 
     (`passages`, pairs of passage numbers as from merge.partial_passages) keep most of their
     numbers in it, or hold none; when they hold too few numbers to tell, whether the other
     keeps half of the smaller one's numbers (numbers_kept)."""
-    found = changed_facts(fa, fb, passages)
-    if found is None:
-        return numbers_kept(fa, fb)
-    # Those that state numbers, by their shingles: a notice's sentence of date, hours and
-    # streets outweighs its hotline and its signature's date, which its siblings of one month
-    # keep, and a template's sentence of no number tells nothing of its facts.
-    changed, numbered, restated = found
-    changed |= restated >= FACTS_REPLACED
-    sizes = np.maximum((fa if len(fa.shingles) <= len(fb.shingles) else fb).passage_sizes, 1)
-    return sizes[changed].sum() < FACTS_CHANGED * sizes[numbered].sum()
+    return pair_facts(fa, fb, passages)[1]
 
 
 def facts_restated(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> bool:
@@ -95,14 +86,25 @@ def facts_restated(fa: Features, fb: Features, passages: list[tuple[int, int]]) 
     those stating numbers: one template filled in with other facts (a water notice for the
     same street on another day), whose shared words are no copied text. A number moved
     elsewhere with its clause, or left out, is not restated."""
-    if not facts_may_change(fa, fb):
-        return False
+    return pair_facts(fa, fb, passages)[0]
+
+
+def pair_facts(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> tuple[bool, bool]:
+    """Return (facts_restated, facts_agree) of a pair, its numbers looked at once."""
+    if not facts_may_change(fa, fb):  # the other keeps every number
+        return False, True
     found = changed_facts(fa, fb, passages)
     if found is None:
-        return False
-    _, numbered, restated = found
+        return False, numbers_kept(fa, fb)
+    # Those that state numbers, by their shingles: a notice's sentence of date, hours and
+    # streets outweighs its hotline and its signature's date, which its siblings of one month
+    # keep, and a template's sentence of no number tells nothing of its facts.
+    changed, numbered, restated = found
     sizes = np.maximum((fa if len(fa.shingles) <= len(fb.shingles) else fb).passage_sizes, 1)
-    return sizes[restated > 0].sum() >= FACTS_RESTATED * sizes[numbered].sum() > 0
+    stating = sizes[numbered].sum()
+    changed |= restated >= FACTS_REPLACED
+    agree = sizes[changed].sum() < FACTS_CHANGED * stating
+    return sizes[restated > 0].sum() >= FACTS_RESTATED * stating > 0, bool(agree)
 
 
 def with_facts_kept(

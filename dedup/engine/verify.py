@@ -41,7 +41,7 @@ from dedup.engine.boilerplate import (  # noqa: F401 (callers import them from h
     passage_owners_of,
 )
 from dedup.engine.config import Config
-from dedup.engine.facts import facts_agree, facts_may_change, facts_restated, with_facts_kept
+from dedup.engine.facts import facts_may_change, pair_facts, with_facts_kept
 from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
     FEATURES_FORMAT,
     GRAM,
@@ -297,13 +297,14 @@ class Detector:
             in_a = held_mask(fa.passage_keys, common[2])
             in_b = held_mask(fb.passage_keys, common[2])
             passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
-        if facts_restated(fa, fb, passages):
+        restated, agree = pair_facts(fa, fb, passages)
+        if restated:
             return None  # one template filled in with other facts: what they share is it
         if kind == "near":
             # A template filled in with other facts shares its words in every passage, and
             # its facts in few: a copy keeps the facts of most of its passages.
             # Else it may still hold a stretch of the other, its facts kept (below).
-            if facts_agree(fa, fb, passages) and (
+            if agree and (
                 similarity >= NEAR_CLEAR
                 or passages_agree(fa, fb, passages, in_a, in_b, NEAR_PASSAGES)
             ):

@@ -8,6 +8,7 @@ leaves a passage that changes its facts out of a partial copy's evidence.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -77,7 +78,7 @@ def facts_agree(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> 
     (`passages`, pairs of passage numbers as from merge.partial_passages) keep most of their
     numbers in it, or hold none; when they hold too few numbers to tell, whether the other
     keeps half of the smaller one's numbers (numbers_kept)."""
-    return pair_facts(fa, fb, passages)[1]
+    return pair_facts(fa, fb, passages).agree
 
 
 def facts_restated(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> bool:
@@ -86,57 +87,80 @@ def facts_restated(fa: Features, fb: Features, passages: list[tuple[int, int]]) 
     those stating numbers: one template filled in with other facts (a water notice for the
     same street on another day), whose shared words are no copied text. A number moved
     elsewhere with its clause, or left out, is not restated."""
-    return pair_facts(fa, fb, passages)[0]
+    return pair_facts(fa, fb, passages).restated
 
 
-def pair_facts(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> tuple[bool, bool]:
-    """Return (facts_restated, facts_agree) of a pair, its numbers looked at once."""
-    if not facts_may_change(fa, fb):  # the other keeps every number
-        return False, True
+@dataclass(frozen=True)
+class PairFacts:
+    """What a pair's numbers tell, looked at once (pair_facts)."""
+
+    restated: bool  # facts_restated
+    agree: bool  # facts_agree
+    # The smaller article's passages that change their facts where the other states numbers
+    # in their stead (with_facts_kept leaves them out); None where none do.
+    dropped: np.ndarray | None = None
+
+
+def pair_facts(
+    fa: Features,
+    fb: Features,
+    passages: list[tuple[int, int]],
+    may_change: bool | None = None,
+) -> PairFacts:
+    """Return what a pair's numbers tell of its passages that are mostly in the other
+    (`may_change`: facts_may_change of the pair, when known)."""
+    if may_change is None:
+        may_change = facts_may_change(fa, fb)
+    if not may_change:  # the other keeps every number
+        return PairFacts(False, True)
     found = changed_facts(fa, fb, passages)
     if found is None:
-        return False, numbers_kept(fa, fb)
+        return PairFacts(False, numbers_kept(fa, fb))
     # Those that state numbers, by their shingles: a notice's sentence of date, hours and
     # streets outweighs its hotline and its signature's date, which its siblings of one month
     # keep, and a template's sentence of no number tells nothing of its facts.
-    changed, numbered, restated = found
+    changed, numbered, restated, replaced = found
     sizes = np.maximum((fa if len(fa.shingles) <= len(fb.shingles) else fb).passage_sizes, 1)
     stating = sizes[numbered].sum()
-    changed |= restated >= FACTS_REPLACED
-    agree = sizes[changed].sum() < FACTS_CHANGED * stating
-    return sizes[restated > 0].sum() >= FACTS_RESTATED * stating > 0, bool(agree)
+    restated_often = restated >= FACTS_REPLACED
+    dropped = replaced | restated_often
+    return PairFacts(
+        restated=bool(sizes[restated > 0].sum() >= FACTS_RESTATED * stating > 0),
+        agree=bool(sizes[changed | restated_often].sum() < FACTS_CHANGED * stating),
+        dropped=dropped if dropped.any() else None,
+    )
 
 
 def with_facts_kept(
-    fa: Features, fb: Features, passages: list[tuple[int, int]]
+    fa: Features,
+    fb: Features,
+    passages: list[tuple[int, int]],
+    facts: PairFacts | None = None,
 ) -> list[tuple[int, int]]:
     """Return `passages` (as for facts_agree) but those of the smaller article that change
     their facts in the other: a template's sentence filled in with another date, hour and
     phone number is no copied text, however many of its words it shares. A number left out
     is no changed fact where the other's passage states none in its stead (a quotation cut
-    short of a passage's last number)."""
-    if not facts_may_change(fa, fb):  # the other keeps every number: none changed
-        return passages
-    found = changed_facts(fa, fb, passages, replaced=True)
-    if found is None:
-        return passages
-    changed = found[0] | (found[2] >= FACTS_REPLACED)
-    if not changed.any():
+    short of a passage's last number). `facts`: pair_facts of the pair, when known (of
+    these passages or more)."""
+    if facts is None:
+        facts = pair_facts(fa, fb, passages)
+    if facts.dropped is None:
         return passages
     small = 0 if len(fa.shingles) <= len(fb.shingles) else 1
-    return [pair for pair in passages if not changed[pair[small]]]
+    return [pair for pair in passages if not facts.dropped[pair[small]]]
 
 
 def changed_facts(
-    fa: Features, fb: Features, passages: list[tuple[int, int]], *, replaced: bool = False
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Return, for each passage of the smaller article, whether it is one of `passages` and
-    keeps fewer than FACTS_KEPT of its numbers in the other (with `replaced`, and the other's
-    passage states numbers the smaller article does not); whether it is one of `passages`
-    that states numbers; and how many of its numbers are stated otherwise in the other's
-    passage (another day and hour of one notice for the same street: its year, month and
-    house numbers kept). None when `passages` hold fewer than FACTS_LEAST numbers (too few
-    to tell)."""
+    fa: Features, fb: Features, passages: list[tuple[int, int]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Return, for each passage of the smaller article: whether it is one of `passages` and
+    keeps fewer than FACTS_KEPT of its numbers in the other; whether it is one of `passages`
+    that states numbers; how many of its numbers are stated otherwise in the other's passage
+    (another day and hour of one notice for the same street: its year, month and house
+    numbers kept); and whether it changed its facts and the other's passage states numbers
+    the smaller article does not in their stead. None when `passages` hold fewer than
+    FACTS_LEAST numbers (too few to tell)."""
     small_is_a = len(fa.shingles) <= len(fb.shingles)
     small, other = (fa, fb) if small_is_a else (fb, fa)
     if len(small.facts) < FACTS_LEAST * GRAM or not passages or not len(small.shingles):
@@ -150,11 +174,14 @@ def changed_facts(
         return None
     of, kept, own = of[inside], kept[inside], own[inside]
     count = np.bincount(of, minlength=len(held))
+    changed = np.zeros(len(held), bool)
+    if kept.all():
+        return changed, count > 0, np.zeros(len(held), np.int64), changed
     lost = np.bincount(of, weights=own, minlength=len(held))
     kept = np.bincount(of, weights=kept, minlength=len(held))
     changed = (count > 0) & (kept < FACTS_KEPT * count)
     if not changed.any() and not lost.any():
-        return changed, count > 0, np.zeros(len(held), np.int64)
+        return changed, count > 0, np.zeros(len(held), np.int64), changed
     # The numbers the other's passage states that the smaller article does not, per passage,
     # and of those the ones in the places of the smaller one's.
     theirs = [q if small_is_a else p for p, q in passages]
@@ -163,9 +190,8 @@ def changed_facts(
     stated = np.zeros((2, len(held)), np.int64)
     stated[0, mine] = np.bincount(their_of[~their_kept], minlength=size)[theirs]
     stated[1, mine] = np.bincount(their_of[their_own], minlength=size)[theirs]
-    if replaced:
-        changed &= stated[0] > 0
-    return changed, count > 0, np.minimum(lost, stated[1]).astype(np.int64)
+    restated = np.minimum(lost, stated[1]).astype(np.int64)
+    return changed, count > 0, restated, changed & (stated[0] > 0)
 
 
 def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -175,24 +201,41 @@ def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarra
     there: not kept, but its place is (fact_places: the words around it, not a clause moved
     elsewhere), and not right after a number so stated (the fraction of a decimal, the
     minutes of an hour: one fact)."""
+    of, grams, follows, places = features.number_table
+    kept = _in(grams, other.fact_set).any(axis=1)
+    own = ~kept
+    if not own.any():
+        return of, kept, own
+    own[1:] &= ~(follows[1:] & ~kept[:-1])
+    if places is not None:  # in a place of it in the other
+        at = np.flatnonzero(own)
+        own[at] = _in(places[at], other.place_set).any(axis=1)
+    return of, kept, own
+
+
+def number_table(
+    features: Features,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Return, for each number of an article with a gram among its shingles: its passage, its
+    grams (GRAM each), whether it comes right after the one before (the gram that starts at
+    it holds that one second), and its places (PLACES each; None for features of a format
+    without them). Features.number_table keeps it: what _numbers asks of every pair."""
     shingles = features.shingles
     if len(features.facts) < GRAM or not len(shingles):
-        return np.empty(0, np.int64), np.empty(0, bool), np.empty(0, bool)
+        empty = np.empty((0, GRAM), np.uint32)
+        return np.empty(0, np.int64), empty, np.empty(0, bool), None
     grams = features.facts.reshape(-1, GRAM)
     at = np.minimum(np.searchsorted(shingles, grams), len(shingles) - 1)
     known = (shingles[at] == grams) & (grams != 0)
     placed = known.any(axis=1)
     of = features.passage_of[at[placed, known[placed].argmax(axis=1)]].astype(np.int64)
-    kept = _in(grams[placed], other.fact_set).any(axis=1)
-    # Right after the one before: the gram that starts at it holds that one second.
     grams = grams[placed]
     follows = np.zeros(len(grams), bool)
     follows[1:] = (grams[1:, GRAM - 2] == grams[:-1, GRAM - 1]) & (grams[1:, GRAM - 2] != 0)
-    own = ~kept
-    own[1:] &= ~(follows[1:] & ~kept[:-1])
-    if len(features.places) == PLACES * len(placed):  # in a place of it in the other
-        own &= _in(features.places.reshape(-1, PLACES)[placed], other.place_set).any(axis=1)
-    return of, kept, own
+    places = None
+    if len(features.places) == PLACES * len(placed):
+        places = features.places.reshape(-1, PLACES)[placed]
+    return of, grams, follows, places
 
 
 def fact_keys(features: Features) -> np.ndarray:

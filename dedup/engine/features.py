@@ -33,7 +33,7 @@ from functools import cached_property
 import numpy as np
 
 from dedup.engine import merge, native
-from dedup.engine.facts import PLACES, fact_keys, fact_places, fact_shingles
+from dedup.engine.facts import PLACES, fact_keys, fact_places, fact_shingles, number_table
 from dedup.engine.passages import passage_lines
 from dedup.engine.units import (  # noqa: F401 (callers')
     as_units,
@@ -96,6 +96,11 @@ class Features:
     def fact_set(self) -> np.ndarray:
         """Return the shingles of the grams that hold a number, sorted and distinct."""
         return np.unique(self.facts[self.facts != 0])
+
+    @cached_property
+    def number_table(self) -> tuple:
+        """Return its numbers' passages, grams, order and places (facts.number_table)."""
+        return number_table(self)
 
     @cached_property
     def place_set(self) -> np.ndarray:

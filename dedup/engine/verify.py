@@ -265,9 +265,15 @@ class Detector:
             # Shared passages say where a partial copy sits; a near copy shares (nearly) all
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
-            if kind == "partial" or similarity < NEAR_CLEAR or facts_may_change(fa, fb):
+            # Whether the pair's numbers may have changed: asked once (it is not cheap), and
+            # only where a clear near copy waits on it.
+            looked = kind == "partial" or similarity < NEAR_CLEAR
+            may_change = None if looked else facts_may_change(fa, fb)
+            if looked or may_change:
                 counts = (shared, min(size_a, size_b), chars)
-                evidence = self._passage_evidence(fa, fb, kind, similarity, common, owners, counts)
+                evidence = self._passage_evidence(
+                    fa, fb, (kind, similarity, may_change), common, owners, counts
+                )
                 if evidence is None:
                     continue
                 kind, passages, chars, similarity = evidence
@@ -280,16 +286,19 @@ class Detector:
         self,
         fa: Features,
         fb: Features,
-        kind: str,
-        similarity: float,
+        verdict: tuple[str, float, bool | None],
         common: tuple | None,
         owners: Boilerplate | None,
         counts: tuple[int, int, int],
     ) -> tuple[str, list[tuple[int, int]], int, float] | None:
         """Return a pair's kind, shared passages (a partial copy's, boilerplate both hold and
         a site's frame around both aside: dedup.engine.frames), characters and similarity, or
-        None. `counts`: shingles shared, the smaller article's shingles, its characters in the
+        None. `verdict`: the kind and similarity from the counts, and facts_may_change of the
+        pair; `counts`: shingles shared, the smaller article's shingles, its characters in the
         other; by them, a near pair whose passages or facts disagree may be partial."""
+        kind, similarity, may_change = verdict
+        if may_change is None:
+            may_change = facts_may_change(fa, fb)
         shared, small_size, shared_chars = counts
         passages = partial_passages(fa, fb)
         in_a = in_b = None
@@ -297,14 +306,14 @@ class Detector:
             in_a = held_mask(fa.passage_keys, common[2])
             in_b = held_mask(fb.passage_keys, common[2])
             passages = [(p, q) for p, q in passages if not (in_a[p] and in_b[q])]
-        restated, agree = pair_facts(fa, fb, passages)
-        if restated:
+        facts = pair_facts(fa, fb, passages, may_change)
+        if facts.restated:
             return None  # one template filled in with other facts: what they share is it
         if kind == "near":
             # A template filled in with other facts shares its words in every passage, and
             # its facts in few: a copy keeps the facts of most of its passages.
             # Else it may still hold a stretch of the other, its facts kept (below).
-            if agree and (
+            if facts.agree and (
                 similarity >= NEAR_CLEAR
                 or passages_agree(fa, fb, passages, in_a, in_b, NEAR_PASSAGES)
             ):
@@ -319,7 +328,7 @@ class Detector:
         # A partial copy is text copied whole: only the smaller article's passages mostly
         # in the other count, not words scattered over them, nor a template's sentence
         # filled in with other facts.
-        passages = with_facts_kept(fa, fb, passages)
+        passages = with_facts_kept(fa, fb, passages, facts)
         chars = passage_chars(fa, fb, passages)
         copied = self._contained(similarity, chars)
         return ("partial", passages, chars, similarity) if copied else None

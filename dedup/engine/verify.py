@@ -87,9 +87,8 @@ NEAR_CLEAR = 0.6
 NEAR_PASSAGES = 0.5
 # A stretch of EXCERPT_CHARS times `min_chars` copied whole (the smaller article's passages
 # mostly in the other, boilerplate and a site's frame aside) is a partial copy at EXCERPT_SHARE
-# times the `partial` share: a long quotation of a long article. Chosen on bench.trusted's
-# tune split (seed 1): excerpt recall tech_en 0.862 -> 0.927, mail 0.873 -> 0.908, debian
-# 0.865 -> 0.899, partial precision 0.968 or more but templated's (unchanged).
+# times the `partial` share: a long quotation of a long article (bench.trusted's tune split,
+# seed 1: excerpt recall tech_en 0.862 -> 0.927, mail 0.873 -> 0.908, debian 0.865 -> 0.899).
 EXCERPT_SHARE = 0.75
 EXCERPT_CHARS = 2
 
@@ -265,15 +264,12 @@ class Detector:
             # Shared passages say where a partial copy sits; a near copy shares (nearly) all
             # of them, which a side-by-side diff shows better, so they are left out there.
             passages = []
-            # Whether the pair's numbers may have changed: asked once (it is not cheap), and
-            # only where a clear near copy waits on it.
-            looked = kind == "partial" or similarity < NEAR_CLEAR
+            looked = kind == "partial" or similarity < NEAR_CLEAR  # facts_may_change: once
             may_change = None if looked else facts_may_change(fa, fb)
             if looked or may_change:
                 counts = (shared, min(size_a, size_b), chars)
-                evidence = self._passage_evidence(
-                    fa, fb, (kind, similarity, may_change), common, owners, counts
-                )
+                verdict = (kind, similarity, may_change)
+                evidence = self._passage_evidence(fa, fb, verdict, common, owners, counts)
                 if evidence is None:
                     continue
                 kind, passages, chars, similarity = evidence

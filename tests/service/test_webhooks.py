@@ -187,7 +187,7 @@ def test_slow_receiver_does_not_hold_up_matching(worker_factory, wait_until):
         _webhook(receiver.url)
         start = time.monotonic()
         for i in range(4):
-            services.articles_ingest(rows=[{"body": ARTICLE + f"第{i}次转载。"}])
+            services.articles_ingest(rows=[{"body": ARTICLE + f"\n\n转载自{'东南西北'[i]}站。"}])
         wait_until(
             lambda: not Article.objects.exclude(status="done").exists(),
             timeout=60,

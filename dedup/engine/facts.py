@@ -292,25 +292,38 @@ def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
     """Return, for each number (one of the code points `numbers`) of passage_lines' text, in
     order, the shingles (as in Features.shingles) of the GRAM grams that hold it (0 where the
     text ends first): uint32, GRAM per number. A gram across two passages counts too."""
-    if not numbers:
+    codes = _codes(units, numbers)
+    if codes is None:
         return np.empty(0, np.uint32)
-    codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
     n = len(codes) - GRAM + 1
-    if n <= 0:
-        return np.empty(0, np.uint32)
     at = np.flatnonzero(np.isin(codes, np.array(numbers, np.uint32)))
     # The grams that hold the number at p start at p - GRAM + 1 .. p; hashed as in
     # features._gram_hashes, only those.
     starts = (at[:, None] + np.arange(1 - GRAM, 1)).ravel()
     outside = (starts < 0) | (starts >= n)
     starts[outside] = 0
+    shingles = _gram_shingles(codes, starts)
+    shingles[outside] = 0
+    return shingles
+
+
+def _codes(units: str, numbers: list[int]) -> np.ndarray | None:
+    """Return the code points of passage_lines' text (line ends left out), or None when it
+    states no number or is shorter than a gram."""
+    if not numbers:
+        return None
+    codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
+    return codes if len(codes) >= GRAM else None
+
+
+def _gram_shingles(codes: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Return the shingles of the grams of `codes` starting at `starts`, hashed as in
+    features._gram_hashes (uint32)."""
     pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
     grams = pairs_[starts + 2] * PRIME_2
     grams += pairs_[starts]
     grams *= PRIME
-    shingles = (grams >> np.uint64(32)).astype(np.uint32)
-    shingles[outside] = 0
-    return shingles
+    return (grams >> np.uint64(32)).astype(np.uint32)
 
 
 # What a number stands for in the grams of fact_places: any number, so that its place is the same
@@ -326,12 +339,10 @@ def fact_places(units: str, numbers: list[int]) -> np.ndarray:
     uint32, PLACES per number. A number stated otherwise in the same words has a place in the
     other article ("5月9日" and "5月13日"), at a text's start or end too (the words before it,
     or after it, are the same); one moved elsewhere with its clause has not."""
-    if not numbers:
+    codes = _codes(units, numbers)
+    if codes is None:
         return np.empty(0, np.uint32)
-    codes = np.frombuffer(units.replace("\n", "").encode("utf-32-le", "surrogatepass"), "<u4")
     n = len(codes) - GRAM + 1
-    if n <= 0:
-        return np.empty(0, np.uint32)
     where = np.isin(codes, np.array(numbers, np.uint32))
     at = np.flatnonzero(where)
     codes = codes.copy()
@@ -339,9 +350,4 @@ def fact_places(units: str, numbers: list[int]) -> np.ndarray:
     starts = np.empty((len(at), PLACES), np.int64)
     starts[:, 0] = np.clip(at - GRAM + 1, 0, n - 1)  # at the text's start, the first gram
     starts[:, 1] = np.clip(at - 1, 0, n - 1)  # at the text's end, the last gram
-    starts = starts.reshape(-1)
-    pairs_ = np.ndarray((len(codes) - 1,), dtype="<u8", buffer=codes, strides=(4,))
-    grams = pairs_[starts + 2] * PRIME_2
-    grams += pairs_[starts]
-    grams *= PRIME
-    return (grams >> np.uint64(32)).astype(np.uint32)
+    return _gram_shingles(codes, starts.reshape(-1))

@@ -93,13 +93,16 @@ class Boilerplate:
             mask = boilerplate_passages(features, self.owners(features.passage_keys))
             if mask.any():
                 # The boilerplate shingles grouped by their passage's key, in shingle order.
+                # A passage may hold no shingles of its own (all first seen in an earlier
+                # passage that holds its line, joined to others): it adds none.
                 inside = mask[features.passage_of]
                 keys = features.passage_keys[features.passage_of[inside]]
                 values = features.shingles[inside]
                 order = np.argsort(keys, kind="stable")
                 keys, values = keys[order], values[order]
                 starts = np.flatnonzero(np.diff(keys, prepend=~keys[:1])).tolist()
-                for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
+                ends = [*starts[1:], len(keys)] if starts else []
+                for start, end in zip(starts, ends, strict=True):
                     by_key[int(keys[start])] = values[start:end]
         self._memo[id(features)] = (features, by_key)
         return by_key

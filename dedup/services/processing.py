@@ -10,7 +10,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -291,7 +291,36 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
 def matches_find(
     items, settings, detector, version, plan, clock: _Clock | None = None
 ) -> list[list[Match] | Exception]:
-    """Return the unsaved matches of each indexed article (or the error that stopped it)."""
+    """Return the unsaved matches of each indexed article (or the error that stopped it).
+
+    The chunk is looked up and verified together; an error in a step it shares (but the
+    database's, which the task retries) sends it again article by article, so that the error
+    fails the article that raised it, never its neighbours (a MemoryError too: a chunk of a
+    flooded template is judged in smaller parts, where an article alone may still pass)."""
+    try:
+        return _matches_find(items, settings, detector, version, plan, clock)
+    except (DatabaseError, index.VersionMoved):
+        raise
+    except Exception as error:
+        if len(items) <= 1:
+            return [error] * len(items)
+        logger.warning(
+            "matching a chunk of %d articles failed (%r): article by article", len(items), error
+        )
+    found: list[list[Match] | Exception] = []
+    for item in items:
+        try:
+            found += _matches_find([item], settings, detector, version, plan)
+        except (DatabaseError, index.VersionMoved):
+            raise
+        except Exception as error:
+            found.append(error)
+    return found
+
+
+def _matches_find(
+    items, settings, detector, version, plan, clock: _Clock | None = None
+) -> list[list[Match] | Exception]:
     queries = [(item.article_id, item.features) for item in items]
     if not queries:
         return []

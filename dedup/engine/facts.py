@@ -30,6 +30,11 @@ PRIME_2 = np.uint64(native.PRIME_2)
 FACTS_KEPT = 0.67
 FACTS_CHANGED = 0.5
 FACTS_LEAST = 2
+# A short text (fewer than SHORT characters: a one-line notice, a microblog post) is told by
+# one number: it states few facts, each of them its content ("Order 1041 has shipped"), and
+# a repost keeps them; the same line with another number is the same template filled in
+# again (issue 32: 6,000 shipping notices of one template were near copies of each other).
+SHORT = 140
 # A passage changes its facts too where FACTS_REPLACED of its numbers are stated otherwise in
 # the other's passage: a copy edited keeps its date and hours, if not each of its numbers.
 FACTS_REPLACED = 2
@@ -49,11 +54,17 @@ NUMBERS_LEAST = 4
 FACT_KEY_LEAST = 2
 
 
+def facts_least(features: Features) -> int:
+    """Return how many numbers an article's passages need for their facts to be told:
+    FACTS_LEAST, one in a short text."""
+    return 1 if features.length < SHORT else FACTS_LEAST
+
+
 def facts_may_change(fa: Features, fb: Features) -> bool:
     """Tell whether the smaller article of a pair has numbers enough to tell by and some of
     them not in the other (a copy keeps them all: no passages to look at)."""
     small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
-    if len(small.facts) < FACTS_LEAST * GRAM:
+    if len(small.facts) < facts_least(small) * GRAM:
         return False
     return not _in(small.facts.reshape(-1, GRAM), other.fact_set).any(axis=1).all()
 
@@ -163,14 +174,15 @@ def changed_facts(
     FACTS_LEAST numbers (too few to tell)."""
     small_is_a = len(fa.shingles) <= len(fb.shingles)
     small, other = (fa, fb) if small_is_a else (fb, fa)
-    if len(small.facts) < FACTS_LEAST * GRAM or not passages or not len(small.shingles):
+    least = facts_least(small)
+    if len(small.facts) < least * GRAM or not passages or not len(small.shingles):
         return None
     mine = [p if small_is_a else q for p, q in passages]
     held = np.zeros(len(small.passage_keys), bool)
     held[mine] = True
     of, kept, own = _numbers(small, other)
     inside = held[of]
-    if np.count_nonzero(inside) < FACTS_LEAST:
+    if np.count_nonzero(inside) < least:
         return None
     of, kept, own = of[inside], kept[inside], own[inside]
     count = np.bincount(of, minlength=len(held))

@@ -41,7 +41,7 @@ from dedup.engine.boilerplate import (  # noqa: F401 (callers import them from h
     passage_owners_of,
 )
 from dedup.engine.config import Config
-from dedup.engine.facts import facts_may_change, pair_facts, with_facts_kept
+from dedup.engine.facts import SHORT, facts_may_change, pair_facts, with_facts_kept
 from dedup.engine.features import (  # noqa: F401 (FEATURES_FORMAT: dedup.engine.verify's too)
     FEATURES_FORMAT,
     GRAM,
@@ -78,7 +78,7 @@ from dedup.engine.text import junk_share, normalise, strip_html, without_mail_he
 # A pair whose shorter article has fewer characters than this (normalised, separators left
 # out) is near at a lower Jaccard (`near_short`): one changed sentence of a 100-character text
 # changes a third of its shingles. Measured on the detection corpus (docs/benchmarks.md).
-SHORT = 140
+# (SHORT is defined with the facts, dedup.engine.facts, which tell a short text by one number.)
 # A near verdict under NEAR_CLEAR similarity also needs NEAR_PASSAGES of the smaller article's
 # passages (boilerplate aside) mostly in the other: an edited copy keeps most of its
 # sentences, while two reports of one template share its words in every passage and few

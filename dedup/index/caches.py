@@ -45,6 +45,9 @@ own_cache: dict[tuple[str, int], tuple[int, float]] = {}
 hot_keys: dict[tuple[str, int], float] = {}
 # Passage keys whose owners reached boilerplate.OWNERS_COUNTED: (version, key) -> when.
 capped_keys: dict[tuple[str, int], float] = {}
+# Segment-index buckets holding segments.BUCKET_ROWS rows or more: (version number, key) ->
+# when (see dedup.index.segments).
+hot_buckets: dict[tuple[int, int], float] = {}
 
 # Versions whose unreadable features this process has logged: one line per version, not one
 # per candidate of every chunk.
@@ -61,6 +64,7 @@ def caches_clear() -> None:
         own_cache.clear()
         hot_keys.clear()
         capped_keys.clear()
+        hot_buckets.clear()
         unreadable_logged.clear()
 
 

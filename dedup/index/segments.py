@@ -12,6 +12,7 @@ PostgreSQL routes it as it is). The Hamming distance is checked here, on the row
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -20,18 +21,41 @@ from django.db import transaction
 
 from dedup.db import columns, int_array, pg_cursor
 from dedup.engine.plan import Plan
+from dedup.engine.popular import MAX_POPULAR_OWNERS, POPULAR_HOLDERS
 from dedup.engine.storage import EMPTY_HITS, HOT_FACTOR, HOT_MINIMUM, Hits, check_k
+from dedup.index.caches import features_lock, hot_buckets
 from dedup.models.versions import version_number, version_register
 
 # Queries per lookup statement in query_many.
 QUERY_CHUNK = 1_000
 _MASK = (1 << 64) - 1
 TABLE_SHIFT = 56  # a combined key's table number sits above this bit
+# A bucket is read up to its BUCKET_ROWS earliest articles. Fingerprints spread evenly fill a
+# bucket with a few rows (HOT_FACTOR); one holding this many is a hot bucket: a template
+# filled in again by the thousand ("Order N has shipped"), whose fillings share one
+# fingerprint. It is judged as one, like a passage held by too many (dedup.engine.popular): an
+# article finds, through hot buckets, their HOT_BUCKET_HITS earliest articles within k (its
+# original among them, if it copies one), not all of them: a 100,000-row upload of one
+# template verified each row against 5.9 million candidates a chunk (issue 32).
+BUCKET_ROWS = MAX_POPULAR_OWNERS
+HOT_BUCKET_HITS = POPULAR_HOLDERS
 # The rows under any of these keys, of one version: the buckets of every query and table.
 LOOKUP = """
     SELECT key, fingerprint, article_id FROM dedup_segment
     WHERE version = %s AND key = ANY(%s::bigint[])
 """
+# The earliest rows of a hot bucket, from each day partition's index in article order
+# (migration 0029), not the whole bucket.
+HOT_LOOKUP = """
+    SELECT key, fingerprint, article_id FROM dedup_segment
+    WHERE version = %s AND key = %s
+    ORDER BY article_id
+    LIMIT %s
+"""
+# Hot buckets are remembered per worker process (caches.hot_buckets: (version, key) -> when)
+# for HOT_BUCKET_SECONDS: a bucket only fills, but for the retention window's pruning.
+HOT_BUCKET_SECONDS = 600.0
+HOT_BUCKETS_CACHED = 100_000
 
 
 def combined_keys(plan: Plan, values: np.ndarray) -> np.ndarray:
@@ -167,13 +191,7 @@ class PgSegmentIndex:
         order = np.argsort(keys, kind="stable")
         keys, queries = keys[order], queries[order]
         wanted = np.unique(keys)
-        with transaction.atomic(), pg_cursor() as cursor, _index_scans(cursor):
-            cursor.execute(
-                LOOKUP,
-                [version_number(self.version), int_array(wanted.view(np.int64).tolist())],
-                binary=True,
-            )
-            rows = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 3)
+        rows = self._bucket_rows(wanted)
         # Each row against every query that asked for its key.
         row_keys = rows[:, 0].view(np.uint64)
         first = np.searchsorted(keys, row_keys, side="left")
@@ -185,8 +203,47 @@ class PgSegmentIndex:
             rows[row_of, 1].view(np.uint64) ^ values[query].astype(np.uint64)
         ).astype(np.int64)
         near = distance <= k
-        found = np.stack([query[near] + offset, rows[row_of[near], 2], distance[near]], axis=1)
-        return np.unique(found, axis=0) if len(found) else found.reshape(-1, 3)
+        hot = rows[:, 3]
+        found = np.stack(
+            [query[near] + offset, rows[row_of[near], 2], distance[near], hot[row_of[near]]],
+            axis=1,
+        )
+        return _hot_hits_capped(found)
+
+    def _bucket_rows(self, wanted: np.ndarray) -> np.ndarray:
+        """Return (key, fingerprint, article, hot) rows of the buckets under `wanted` keys
+        (sorted uint64): every row of a bucket, or the BUCKET_ROWS earliest of a hot one."""
+        version = version_number(self.version)
+        signed = wanted.view(np.int64).tolist()
+        now = time.monotonic()
+        with features_lock:
+            seen = [hot_buckets.get((version, key)) for key in signed]
+        known = {
+            k for k, at in zip(signed, seen, strict=True) if at and now - at < HOT_BUCKET_SECONDS
+        }
+        with transaction.atomic(), pg_cursor() as cursor, _index_scans(cursor):
+            cursor.execute(
+                LOOKUP, [version, int_array([k for k in signed if k not in known])], binary=True
+            )
+            rows = cursor.fetchall()
+            for key in sorted(known):
+                cursor.execute(HOT_LOOKUP, [version, key, BUCKET_ROWS], binary=True)
+                rows += cursor.fetchall()
+        rows = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        # A bucket met full for the first time: its earliest rows, and remembered.
+        rows = rows[np.lexsort((rows[:, 2], rows[:, 0]))]
+        keys, starts, sizes = np.unique(rows[:, 0], return_index=True, return_counts=True)
+        full = sizes >= BUCKET_ROWS
+        rank = np.arange(len(rows)) - np.repeat(starts, sizes)
+        hot = np.repeat(full, sizes)
+        keep = rank < BUCKET_ROWS
+        fresh = set(keys[full].tolist()) - known
+        if fresh:
+            with features_lock:
+                if len(hot_buckets) + len(fresh) > HOT_BUCKETS_CACHED:
+                    hot_buckets.clear()
+                hot_buckets.update(dict.fromkeys([(version, key) for key in fresh], now))
+        return np.column_stack([rows[keep], hot[keep].astype(np.int64)])
 
     def hot_buckets(
         self, factor: float = HOT_FACTOR, minimum: int = HOT_MINIMUM
@@ -223,6 +280,28 @@ class PgSegmentIndex:
                 "EXPLAIN " + LOOKUP, [version_number(self.version), int_array(keys.tolist())]
             )
             return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def _hot_hits_capped(found: np.ndarray) -> np.ndarray:
+    """Return (query, article, distance) of each hit once, from (query, article, distance,
+    hot) rows: a hit found only through hot buckets is kept among its query's
+    HOT_BUCKET_HITS earliest such hits."""
+    if not len(found):
+        return found.reshape(-1, 4)[:, :3]
+    # Each (query, article) once, through a bucket that is not hot where one found it.
+    found = found[np.lexsort((found[:, 3], found[:, 1], found[:, 0]))]
+    first = (np.diff(found[:, 0], prepend=-1) != 0) | (np.diff(found[:, 1], prepend=-1) != 0)
+    found = found[first]
+    hot = found[:, 3] == 1
+    if not hot.any():
+        return found[:, :3]
+    # Hot hits are in article order within their query: keep the first HOT_BUCKET_HITS.
+    query = found[hot, 0]
+    starts = np.flatnonzero(np.diff(query, prepend=query[0] - 1))
+    rank = np.arange(len(query)) - np.repeat(starts, np.diff(np.append(starts, len(query))))
+    keep = ~hot
+    keep[np.flatnonzero(hot)[rank < HOT_BUCKET_HITS]] = True
+    return found[keep, :3]
 
 
 @contextmanager

@@ -45,7 +45,7 @@ from dedup.models import (
     Settings,
 )
 from dedup.selectors.settings import settings_current
-from dedup.services.processing import matches_find
+from dedup.services.matching import matches_find
 
 logger = logging.getLogger(__name__)
 

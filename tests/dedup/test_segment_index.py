@@ -224,6 +224,36 @@ def test_add_and_query_refuse_what_is_not_an_unsigned_64_bit_fingerprint():
     assert SegmentRow.objects.count() == 0
 
 
+def test_a_hot_bucket_is_judged_as_one_its_earliest_articles_for_it():
+    """A template filled in by the thousand shares one fingerprint: a look-up reads its
+    buckets' BUCKET_ROWS earliest rows and finds their HOT_BUCKET_HITS earliest articles
+    within k, not all of them; a fingerprint near it in buckets that are not hot is found as
+    ever (issue 32: a 100,000-row upload of one template was verified against millions)."""
+    from dedup.index.caches import caches_clear
+
+    plan = Plan.even(5, 3)
+    index = PgSegmentIndex(plan, "hot")
+    template = 0x0123_4567_89AB_CDEF
+    ids = np.arange(100, 100 + 3 * segments.BUCKET_ROWS)
+    index.add(np.random.default_rng(2).permutation(ids), np.full(len(ids), template, np.uint64))
+    # A later article near the template in two blocks shares its buckets in three tables
+    # (hot ones: it is not among their earliest) and has buckets of its own in seven.
+    near = flip(template, [plan.starts[0], plan.starts[1]])
+    index.add([10_000], [near])
+    earliest = ids[: segments.HOT_BUCKET_HITS].tolist()
+    for _ in range(2):  # the buckets met full, then remembered as hot
+        assert index.query(template, 3) == [(i, 0) for i in earliest]
+        assert index.query(near, 3) == [(10_000, 0)] + [(i, 2) for i in earliest]
+    caches_clear()
+    hits = index.query_many([template, near, template], 3)
+    per = segments.HOT_BUCKET_HITS
+    assert hits.query.tolist() == [0] * per + [1] * (per + 1) + [2] * per
+    # An article spread evenly, meanwhile, is found as ever.
+    lone = 0xFEDC_BA98_7654_3210
+    index.add([5], [lone])
+    assert index.query(flip(lone, [1, 30, 60]), 3) == [(5, 3)]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_lookup_is_an_index_only_scan_of_the_covering_index():
     index = PgSegmentIndex(Plan.even(5, 3), "v")

@@ -175,6 +175,12 @@ DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-
 # Articles per range of the text's search index, built at once when that many past the last
 # range are stored (dedup.textindex); 0: no text index, search reads the text.
 DEDUP_TEXT_INDEX_ROWS = env_int("DEDUP_TEXT_INDEX_ROWS", 20_000)
+# A worker's claim on a chunk's articles is a lease of DEDUP_LEASE_SECONDS, renewed every
+# third of it while the chunk runs: a claim older than that was left by a worker that died (or
+# lost the database), and beat's sweep (every DEDUP_REQUEUE_EVERY_SECONDS) sends it again.
+DEDUP_LEASE_SECONDS = env_int("DEDUP_LEASE_SECONDS", 30)
+# Articles waiting while tasks are queued are sent again after DEDUP_STUCK_AFTER_SECONDS (a
+# backlog is not sent twice); when the broker holds no task waiting, after a lease.
 DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
 # After a rebuild switches, the old version's rows stay this long (a check that read the
 # settings just before still finds its answers), then index_clean deletes them.
@@ -231,11 +237,11 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BEAT_SCHEDULE = {
     "requeue-stuck-articles": {
         "task": "dedup.tasks.articles_requeue_stuck",
-        "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 120),
+        "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 15),
     },
     "requeue-waiting-uploads": {
         "task": "dedup.tasks.uploads_requeue_stuck",
-        "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 120) / 2,
+        "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 15) * 2,
     },
     # Workers check as they start (dedup.tasks.index_upgrade_on_start); this catches a check
     # that failed then (the database was down, say).

@@ -23,9 +23,11 @@ RETRY = {
     "acks_late": True,
     "autoretry_for": (OperationalError, InterfaceError),
     "retry_backoff": True,
-    "retry_backoff_max": 120,
+    # The database or broker away: tried again within seconds of its return (at most 30 s
+    # apart, for about ten minutes); a claim that lapses meanwhile is resent by beat's sweep.
+    "retry_backoff_max": 30,
     "retry_jitter": True,
-    "max_retries": 8,
+    "max_retries": 25,
 }
 
 

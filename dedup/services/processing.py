@@ -5,11 +5,14 @@ outside the retention window deleted (articles_prune)."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -29,7 +32,6 @@ from dedup.services.uploads import upload_finish_if_processed
 from dedup.services.webhooks import webhooks_notify
 from dedup.textindex import text_index_seal_if_due
 
-# The name these lines were logged under before services.py became a package.
 logger = logging.getLogger("dedup.services")
 
 
@@ -37,16 +39,17 @@ def articles_process(*, article_ids: list[int], stale_after: int | None = None) 
     """Fingerprint, index and match a chunk of articles; one failing does not stop the others.
 
     An article is claimed when pending, or processing but claimed more than `stale_after`
-    seconds ago (default DEDUP_STUCK_AFTER_SECONDS; 0 when a task is retried or delivered again,
-    since then the claim is its own). The chunk is claimed, read, indexed and finished in a few
-    statements; only the lookups go article by article.
+    seconds ago (default DEDUP_LEASE_SECONDS: a claim is a lease that the chunk renews while it
+    runs, so an older one was left by a worker that stopped; 0 when a task is retried or
+    delivered again, since then the claim is its own). The chunk is claimed, read, indexed and
+    finished in a few statements; only the lookups go article by article.
 
     Articles are processed under the active version while a rebuild runs (index.
     processing_settings): api/check and the queue find them at once, and the rebuild's final
     sweep indexes them under its own. A rebuild switching over in the middle of a chunk makes
     it start again under the new version, its claim its own."""
     if stale_after is None:
-        stale_after = django_settings.DEDUP_STUCK_AFTER_SECONDS
+        stale_after = django_settings.DEDUP_LEASE_SECONDS
     for _ in range(3):
         try:
             return _chunk_process(article_ids, stale_after)
@@ -66,6 +69,11 @@ def _chunk_process(article_ids: list[int], stale_after: int) -> None:
     if not claimed:
         return
     clock.lap("claim")
+    with _lease_kept([article.id for article, _ in claimed]):
+        _claimed_process(claimed, settings, version, detector, plan, clock)
+
+
+def _claimed_process(claimed, settings, version, detector, plan, clock: Clock) -> None:
     articles = [article for article, _ in claimed]
     # An article indexed by an earlier run of this task (one that then failed) stays indexed:
     # it is not turned into an exact copy of a text that was processed meanwhile.
@@ -81,8 +89,8 @@ def _chunk_process(article_ids: list[int], stale_after: int) -> None:
     clock.lap("store")
     if index.index_vacuum_if_due(written):
         clock.lap("vacuum")
-    # Committed before looking: of two near-copies indexed at the same moment, whichever looks
-    # second finds the other (both may; the unique pair keeps one match).
+    # Committed before looking: of two near-copies indexed at once, whichever looks second
+    # finds the other (both may; the unique pair keeps one match).
     rows = [
         Match(
             a_id=min(a, b), b_id=max(a, b), kind=MatchKind.EXACT, distance=0, similarity=1.0,
@@ -105,6 +113,50 @@ def _chunk_process(article_ids: list[int], stale_after: int) -> None:
     if text_index_seal_if_due():
         clock.lap("text index")
     logger.info("articles_process: %d articles, %s", len(claimed), clock)
+
+
+# Renewing a lease never waits on a row the chunk's own transaction holds (it finishes them).
+_LEASE_RENEW = """
+    UPDATE dedup_article a SET claimed_at = %s
+    FROM (
+        SELECT id FROM dedup_article
+        WHERE id = ANY(%s::bigint[]) AND status = %s
+        ORDER BY id
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) AS mine
+    WHERE a.id = mine.id
+"""
+
+
+@contextmanager
+def _lease_kept(article_ids: list[int]) -> Iterator[None]:
+    """Renew the claim on these articles every third of DEDUP_LEASE_SECONDS while the block
+    runs, from a thread of its own (its own database connection): a claim older than a lease
+    is a dead worker's, which beat's sweep sends again within seconds."""
+    every = max(django_settings.DEDUP_LEASE_SECONDS / 3, 0.5)
+    stop = threading.Event()
+
+    def renew() -> None:
+        try:
+            while not stop.wait(every):
+                try:
+                    with pg_cursor() as cursor:
+                        cursor.execute(
+                            _LEASE_RENEW,
+                            [timezone.now(), int_array(article_ids), ArticleStatus.PROCESSING],
+                        )
+                except DatabaseError:  # the database away: the claim lapses, the sweep resends
+                    pass
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=renew, name="dedup-lease", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 def _features_made(articles: list[Article], detector, failed: dict[int, str]) -> list:
@@ -268,23 +320,33 @@ def _exact_originals(articles: list[Article]) -> dict[int, int]:
     return copies
 
 
-def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
-    """Send again the articles waiting or processing for too long; return how many. Uploads
-    whose articles are all finished (some perhaps deleted meanwhile) are marked done."""
+def articles_requeue_stuck(
+    *, older_than_seconds: int | None = None, lease_seconds: int | None = None
+) -> int:
+    """Send again the articles whose claim lapsed (not renewed for `lease_seconds`, default
+    DEDUP_LEASE_SECONDS: their worker stopped) and those waiting since they were last sent
+    `older_than_seconds` ago (default DEDUP_STUCK_AFTER_SECONDS), or a lease ago when the
+    broker holds no task waiting (theirs was lost); return how many. Uploads whose articles
+    are all finished (some perhaps deleted meanwhile) are marked done."""
     if older_than_seconds is None:
         older_than_seconds = django_settings.DEDUP_STUCK_AFTER_SECONDS
+    if lease_seconds is None:
+        lease_seconds = django_settings.DEDUP_LEASE_SECONDS
     for upload_id in UploadBatch.objects.filter(state=UploadState.PROCESSING).values_list(
         "id", flat=True
     ):
         upload_finish_if_processed(upload_id, recount=True)
     now = timezone.now()
-    cutoff = now - timedelta(seconds=older_than_seconds)
+    lapsed = now - timedelta(seconds=lease_seconds)
+    waiting = now - timedelta(seconds=older_than_seconds)
+    if waiting < lapsed and _broker_idle():
+        waiting = lapsed
     # claimed_at of a pending article records when it was last sent again, so that a long
     # queue is not sent twice every time this runs.
     stuck = Article.objects.filter(
-        Q(status=ArticleStatus.PENDING, claimed_at__isnull=True, created_at__lte=cutoff)
-        | Q(status=ArticleStatus.PENDING, claimed_at__lte=cutoff)
-        | Q(status=ArticleStatus.PROCESSING, claimed_at__lte=cutoff)
+        Q(status=ArticleStatus.PENDING, claimed_at__isnull=True, created_at__lte=waiting)
+        | Q(status=ArticleStatus.PENDING, claimed_at__lte=waiting)
+        | Q(status=ArticleStatus.PROCESSING, claimed_at__lte=lapsed)
         | Q(status=ArticleStatus.PROCESSING, claimed_at__isnull=True)
     )
     ids = list(stuck.order_by("id").values_list("id", flat=True))
@@ -296,10 +358,24 @@ def articles_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     size = max(1, django_settings.DEDUP_CHUNK_SIZE)
     for start in range(0, len(ids), size):
         tasks.articles_process.delay(
-            article_ids=ids[start : start + size], stale_after=older_than_seconds
+            article_ids=ids[start : start + size], stale_after=lease_seconds
         )
     logger.info("requeued %d stuck articles", len(ids))
     return len(ids)
+
+
+def _broker_idle() -> bool:
+    """Tell whether the broker holds no task waiting in the articles' queue (False when it
+    cannot tell): then an article still waiting has no task coming."""
+    from dedup.celery import app
+
+    try:
+        with app.connection_for_read() as broker:
+            queue = app.conf.task_default_queue
+            return broker.default_channel.queue_declare(queue=queue).message_count == 0
+    except Exception:  # the broker away: this run sends nothing anyway
+        logger.warning("the broker's queue could not be measured", exc_info=True)
+        return False
 
 
 def articles_prune(*, now: datetime | None = None) -> dict[str, int]:

@@ -241,7 +241,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "requeue-waiting-uploads": {
         "task": "dedup.tasks.uploads_requeue_stuck",
-        "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 15) * 2,
+        "schedule": env_int("DEDUP_REQUEUE_EVERY_SECONDS", 15) / 2,
     },
     # Workers check as they start (dedup.tasks.index_upgrade_on_start); this catches a check
     # that failed then (the database was down, say).

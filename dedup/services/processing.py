@@ -27,6 +27,7 @@ from dedup.models import (
     UploadBatch,
     UploadState,
 )
+from dedup.services.broker import broker_idle
 from dedup.services.matching import Clock, matches_find
 from dedup.services.uploads import upload_finish_if_processed
 from dedup.services.webhooks import webhooks_notify
@@ -339,7 +340,7 @@ def articles_requeue_stuck(
     now = timezone.now()
     lapsed = now - timedelta(seconds=lease_seconds)
     waiting = now - timedelta(seconds=older_than_seconds)
-    if waiting < lapsed and _broker_idle():
+    if waiting < lapsed and broker_idle():
         waiting = lapsed
     # claimed_at of a pending article records when it was last sent again, so that a long
     # queue is not sent twice every time this runs.
@@ -362,20 +363,6 @@ def articles_requeue_stuck(
         )
     logger.info("requeued %d stuck articles", len(ids))
     return len(ids)
-
-
-def _broker_idle() -> bool:
-    """Tell whether the broker holds no task waiting in the articles' queue (False when it
-    cannot tell): then an article still waiting has no task coming."""
-    from dedup.celery import app
-
-    try:
-        with app.connection_for_read() as broker:
-            queue = app.conf.task_default_queue
-            return broker.default_channel.queue_declare(queue=queue).message_count == 0
-    except Exception:  # the broker away: this run sends nothing anyway
-        logger.warning("the broker's queue could not be measured", exc_info=True)
-        return False
 
 
 def articles_prune(*, now: datetime | None = None) -> dict[str, int]:

@@ -29,6 +29,7 @@ from dedup.models import (
 )
 from dedup.readers import SUPPORTED, Limits, upload_rows
 from dedup.services.audit import audit_record
+from dedup.services.broker import broker_idle
 from dedup.services.ingest import article_clean, articles_enqueue
 from dedup.services.webhooks import upload_finished_notify
 
@@ -137,14 +138,20 @@ def _upload_send(upload_id: int) -> None:
 
 def uploads_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     """Send again the uploads received but not yet read after this many seconds (default
-    DEDUP_UPLOAD_RESEND_SECONDS): those that arrived while the broker was down, or whose task
-    was lost; and those left half read by a task that gave up, which nobody is reading. A copy
-    of a task that is still queued reads nothing twice (upload_process)."""
+    DEDUP_UPLOAD_RESEND_SECONDS, a lease when the broker holds no task waiting): those that
+    arrived while the broker was down, or whose task was lost; and those left half read by a
+    task that gave up, which nobody is reading. A copy of a task that is still queued reads
+    nothing twice (upload_process)."""
     from dedup import tasks
 
     if older_than_seconds is None:
         older_than_seconds = django_settings.DEDUP_UPLOAD_RESEND_SECONDS
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=older_than_seconds)
+    # Nothing queued: an upload received a lease ago has no task coming (Redis came back empty).
+    lapsed = now - timedelta(seconds=django_settings.DEDUP_LEASE_SECONDS)
+    if cutoff < lapsed and broker_idle():
+        cutoff = lapsed
     waiting = UploadBatch.objects.filter(state=UploadState.RECEIVED, created_at__lte=cutoff)
     ids = list(waiting.order_by("id").values_list("id", flat=True))
     # Read in part by a task that gave up (the database away longer than its retries): the

@@ -66,7 +66,7 @@ def facts_may_change(fa: Features, fb: Features) -> bool:
     small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
     if len(small.facts) < facts_least(small) * GRAM:
         return False
-    return not _in(small.facts.reshape(-1, GRAM), other.fact_set).any(axis=1).all()
+    return not _kept(small.facts.reshape(-1, GRAM), small.number_ids, other).all()
 
 
 def numbers_kept(fa: Features, fb: Features) -> bool:
@@ -80,7 +80,7 @@ def numbers_kept(fa: Features, fb: Features) -> bool:
     small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
     if len(small.facts) < NUMBERS_LEAST * GRAM:
         return True
-    kept = _in(small.facts.reshape(-1, GRAM), other.fact_set).any(axis=1)
+    kept = _kept(small.facts.reshape(-1, GRAM), small.number_ids, other)
     return np.count_nonzero(kept) >= NUMBERS_KEPT * len(kept)
 
 
@@ -213,8 +213,8 @@ def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarra
     there: not kept, but its place is (fact_places: the words around it, not a clause moved
     elsewhere), and not right after a number so stated (the fraction of a decimal, the
     minutes of an hour: one fact)."""
-    of, grams, follows, places = features.number_table
-    kept = _in(grams, other.fact_set).any(axis=1)
+    of, grams, follows, places, ids = features.number_table
+    kept = _kept(grams, ids, other)
     own = ~kept
     if not own.any():
         return of, kept, own
@@ -227,15 +227,16 @@ def _numbers(features: Features, other: Features) -> tuple[np.ndarray, np.ndarra
 
 def number_table(
     features: Features,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     """Return, for each number of an article with a gram among its shingles: its passage, its
     grams (GRAM each), whether it comes right after the one before (the gram that starts at
-    it holds that one second), and its places (PLACES each; None for features of a format
-    without them). Features.number_table keeps it: what _numbers asks of every pair."""
+    it holds that one second), its places (PLACES each; None for features of a format
+    without them) and its id (none for features without them). Features.number_table keeps
+    it: what _numbers asks of every pair."""
     shingles = features.shingles
     if len(features.facts) < GRAM or not len(shingles):
         empty = np.empty((0, GRAM), np.uint32)
-        return np.empty(0, np.int64), empty, np.empty(0, bool), None
+        return np.empty(0, np.int64), empty, np.empty(0, bool), None, np.empty(0, np.uint32)
     grams = features.facts.reshape(-1, GRAM)
     at = np.minimum(np.searchsorted(shingles, grams), len(shingles) - 1)
     known = (shingles[at] == grams) & (grams != 0)
@@ -247,7 +248,9 @@ def number_table(
     places = None
     if len(features.places) == PLACES * len(placed):
         places = features.places.reshape(-1, PLACES)[placed]
-    return of, grams, follows, places
+    ids = features.number_ids
+    ids = ids[placed] if len(ids) == len(placed) else np.empty(0, np.uint32)
+    return of, grams, follows, places, ids
 
 
 def fact_keys(features: Features) -> np.ndarray:
@@ -291,6 +294,16 @@ def fact_keys(features: Features) -> np.ndarray:
     return np.unique(windows[first])
 
 
+def _kept(grams: np.ndarray, ids: np.ndarray, other: Features) -> np.ndarray:
+    """Return which numbers (rows of their GRAM grams, and their ids) the other article
+    keeps: one of its grams among the other's facts, and the number itself among the
+    other's, where both know their numbers' ids (two numbers may share a unit)."""
+    kept = _in(grams, other.fact_set).any(axis=1)
+    if len(ids) == len(grams) and len(other.number_ids):
+        kept &= _in(ids, other.id_set)
+    return kept
+
+
 def _in(values: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
     """Return the mask of `values` that are in the sorted array `sorted_values` (0 is in
     none: the facts' filler)."""
@@ -317,6 +330,16 @@ def fact_shingles(units: str, numbers: list[int]) -> np.ndarray:
     shingles = _gram_shingles(codes, starts)
     shingles[outside] = 0
     return shingles
+
+
+def fact_ids(units: str, numbers: list[int], ids: dict[int, int]) -> np.ndarray:
+    """Return, for each number of passage_lines' text (in order, as fact_shingles), its id
+    (`ids`: code point -> units.number_id): uint32, one per number."""
+    codes = _codes(units, numbers)
+    if codes is None:
+        return np.empty(0, np.uint32)
+    at = codes[np.isin(codes, np.array(numbers, np.uint32))]
+    return np.array([ids[int(code)] for code in at.tolist()], np.uint32)
 
 
 def _codes(units: str, numbers: list[int]) -> np.ndarray | None:

@@ -33,7 +33,14 @@ from functools import cached_property
 import numpy as np
 
 from dedup.engine import merge, native
-from dedup.engine.facts import PLACES, fact_keys, fact_places, fact_shingles, number_table
+from dedup.engine.facts import (
+    PLACES,
+    fact_ids,
+    fact_keys,
+    fact_places,
+    fact_shingles,
+    number_table,
+)
 from dedup.engine.passages import passage_lines
 from dedup.engine.units import (  # noqa: F401 (callers')
     as_units,
@@ -55,8 +62,9 @@ _FEATURES_MAGIC = b"DDF\x00"
 # cut where wrapped lines and list items are marked (dedup.engine.marks); 7: a heading before a
 # list is a passage of its own; 8: fact keys of windows of two numbers (dedup.engine.facts; not
 # packed, but stored as passage-key rows, which a rebuild writes again); 9: each number's place
-# (dedup.engine.facts.fact_places), after the facts
-FEATURES_FORMAT = 9
+# (dedup.engine.facts.fact_places), after the facts; 10: each number's id (units.number_id),
+# after the places
+FEATURES_FORMAT = 10
 _FEATURES_HEADER = struct.Struct("<4sBBQQIIII")
 _HAS_FINGERPRINT, _WIDE = 1, 2
 # The gram hash's multipliers (see _gram_hashes).
@@ -81,6 +89,8 @@ class Features:
     facts: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
     # uint32, PLACES per number in text order: the shingles of its places (see fact_places)
     places: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
+    # uint32, one per number in text order: the number's own id (see fact_ids)
+    number_ids: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
 
     @property
     def unit_count(self) -> int:
@@ -106,6 +116,11 @@ class Features:
     def place_set(self) -> np.ndarray:
         """Return the shingles of its numbers' places, sorted and distinct."""
         return np.unique(self.places[self.places != 0])
+
+    @cached_property
+    def id_set(self) -> np.ndarray:
+        """Return the ids of its numbers, sorted and distinct."""
+        return np.unique(self.number_ids)
 
     @cached_property
     def fact_keys(self) -> np.ndarray:
@@ -140,6 +155,7 @@ class Features:
                 np.ascontiguousarray(self.passage_keys, dtype="<u8").tobytes(),
                 np.ascontiguousarray(self.facts, dtype="<u4").tobytes(),
                 np.ascontiguousarray(self.places, dtype="<u4").tobytes(),
+                np.ascontiguousarray(self.number_ids, dtype="<u4").tobytes(),
             ]
         )
 
@@ -161,7 +177,9 @@ class Features:
         _, _, flags, fingerprint, length, shingles, passages, units, facts = header
         of = "<u4" if flags & _WIDE else "<u2"
         places = facts // GRAM * PLACES
-        if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8 + (facts + places) * 4:
+        ids = facts // GRAM
+        numbers = (facts + places + ids) * 4
+        if len(data) != size + shingles * (4 + int(of[-1])) + passages * 8 + numbers:
             raise ValueError("packed features are truncated or too long: recompute them")
         at = size
 
@@ -183,6 +201,7 @@ class Features:
             units=units,
             facts=take("<u4", facts, np.uint32),
             places=take("<u4", places, np.uint32),
+            number_ids=take("<u4", ids, np.uint32),
         )
 
 
@@ -190,7 +209,7 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
     """Return an article's features from its passage-marked normalised text (see
     Detector.fingerprint_and_features)."""
     length = kept_characters(normal)
-    in_units, numbers = as_units_and_numbers(normal)
+    in_units, numbers, ids = as_units_and_numbers(normal)
     units = passage_lines(in_units)
     if merge.accelerated is not None:
         features = _features_native(fingerprint, units, length)
@@ -200,6 +219,7 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
     if len(facts):
         object.__setattr__(features, "facts", facts)
         object.__setattr__(features, "places", fact_places(units, numbers))
+        object.__setattr__(features, "number_ids", fact_ids(units, numbers, ids))
     return features
 
 

@@ -140,3 +140,26 @@ def test_messages_of_one_template_for_other_identifiers_are_not_reported():
     texts.append(texts[0].replace("should arrive", "will arrive"))
     found = {(d.a, d.b): d.kind for d in reported(detector, texts)}
     assert found == {(0, 3): "near"}
+
+
+def test_numbers_sharing_a_unit_are_told_apart_by_their_ids():
+    """A word is one unit, a code point of about 131,000 chosen by its hash: orders 100130
+    and 101123 of one template share one, and so every shingle; the number's own id tells
+    them apart, a repost keeping the order stays near (issue 32: 1,062 such pairs among
+    20,000 shipping notices)."""
+    from dedup.engine.units import as_units
+
+    detector = Detector()
+    template = "Order {} has shipped from the warehouse today"
+    units = {}
+    for n in range(100_000, 120_000):
+        unit = as_units(str(n))
+        if unit in units:
+            first, second = units[unit], n
+            break
+        units[unit] = n
+    a, b = (detector.features(template.format(n)) for n in (first, second))
+    assert a.shingles.tolist() == b.shingles.tolist()  # the engine's units cannot tell them
+    assert detector.judge(0, 1, a, b) is None
+    repost = detector.features(template.format(first) + " (via courier)")
+    assert detector.judge(0, 1, a, repost).kind == "near"

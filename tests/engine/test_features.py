@@ -82,16 +82,18 @@ def test_a_repeated_sentence_belongs_to_the_first_passage_it_occurs_in(detector)
 
 
 def test_packed_features_take_six_bytes_a_shingle_eight_a_passage_and_four_a_fact(detector):
-    # A fact is a gram of a number; each number has its place too (four bytes).
+    # A fact is a gram of a number; each number has its places and its id too (four bytes).
     features = detector.features(ARTICLE)
     header = engine_features._FEATURES_HEADER.size
     size = header + 6 * len(features.shingles) + 8 * len(features.passage_keys)
-    size += 4 * len(features.facts) + 4 * len(features.places)
+    size += 4 * (len(features.facts) + len(features.places) + len(features.number_ids))
     places = engine_features.PLACES * len(features.facts) // engine_features.GRAM
     assert len(features.places) == places > 0
+    assert len(features.number_ids) == len(features.facts) // engine_features.GRAM
     assert len(features.to_bytes()) == size
     back = Features.from_bytes(features.to_bytes())
     assert (back.places == features.places).all()
+    assert (back.number_ids == features.number_ids).all()
     assert features.passage_keys.view(np.int64).dtype == np.int64  # stored as bigint
 
 

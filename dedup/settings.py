@@ -219,6 +219,9 @@ DEDUP_API_RATE_WINDOW = env_int("DEDUP_API_RATE_WINDOW_SECONDS", 60)
 DEDUP_WEBHOOK_TIMEOUT = env_int("DEDUP_WEBHOOK_TIMEOUT_SECONDS", 10)
 DEDUP_WEBHOOK_ATTEMPTS = env_int("DEDUP_WEBHOOK_ATTEMPTS", 6)
 DEDUP_WEBHOOK_BACKOFF = env_float("DEDUP_WEBHOOK_BACKOFF_SECONDS", 30.0)
+# Webhooks reach public addresses only (never this machine's or the network's services); on
+# lets loopback and private ones through (a receiver beside the service, or tests).
+DEDUP_WEBHOOK_ALLOW_PRIVATE = env_bool("DEDUP_WEBHOOK_ALLOW_PRIVATE", default=False)
 
 CELERY_TASK_ALWAYS_EAGER = False
 # Webhook deliveries wait on other people's servers: their own queue, so that a slow receiver

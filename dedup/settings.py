@@ -286,6 +286,17 @@ AUTH_PASSWORD_VALIDATORS = [
 # for the rest of the window (counted in the "signin" cache, shared by the web workers).
 DEDUP_SIGNIN_FAILURES = env_int("DEDUP_SIGNIN_FAILURES", 10)
 DEDUP_SIGNIN_WINDOW_SECONDS = env_int("DEDUP_SIGNIN_WINDOW_SECONDS", 15 * 60)
+# Mail, for password resets only: with no EMAIL_HOST there is no reset by mail (the page
+# says to ask an admin); with one, DEDUP_PASSWORD_RESETS requests per address and per mail
+# address in the sign-in window.
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "dedup@localhost")
+DEDUP_PASSWORD_RESET = env_bool("DEDUP_PASSWORD_RESET", default=bool(EMAIL_HOST))
+DEDUP_PASSWORD_RESETS = env_int("DEDUP_PASSWORD_RESETS", 5)
 # Django's cache: in Redis when REDIS_URL is set, so that every web process counts the API's
 # rate limits (default) and sign-in failures (signin) together; else in each process's memory.
 CACHES = {

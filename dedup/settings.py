@@ -102,6 +102,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "dedup.middleware.RequestSizeLimit",
+    "dedup.middleware.QueryStringCheck",
     "django.middleware.security.SecurityMiddleware",
     "dedup.middleware.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",

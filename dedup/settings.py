@@ -71,6 +71,9 @@ def database_from_url(url: str) -> dict:
             "PORT": str(parts.port or ""),
             "OPTIONS": options,
             "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
+            # A kept connection is checked before a request reuses it: after PostgreSQL
+            # restarts, the first request of each web thread opens a new one instead of failing.
+            "CONN_HEALTH_CHECKS": True,
             "TEST": {"NAME": options.pop("test_name", None) or None},
         }
     raise ImproperlyConfigured(f"DATABASE_URL={url!r}: use postgres://user:password@host:5432/name")

@@ -15,6 +15,10 @@ class ArticleInvalid(DedupError):
         self.field = field
 
 
+class ReplaceRefused(ArticleInvalid):
+    """A row would replace an article its sender may not delete (not theirs, not an admin)."""
+
+
 class UploadTooLarge(DedupError):
     """An uploaded file is over DEDUP_MAX_UPLOAD_BYTES."""
 

@@ -1,9 +1,11 @@
-"""Project middleware: request bodies refused by size before they are read, a readable 503 when
-the database is down, and the content security policy on every answer."""
+"""Project middleware: request bodies refused by size before they are read, query strings
+PostgreSQL cannot hold refused, a readable 503 when the database is down, and the content
+security policy on every answer."""
 
 from __future__ import annotations
 
 import logging
+import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -16,6 +18,11 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 30
 UPLOAD_PATHS = ("/upload/", "/api/uploads")  # where a body may hold a whole file
 ENVELOPE = 2**20  # room for a multipart body's headers and other fields around the file
+# A refused body is read and dropped for up to this long before the answer (as nginx's
+# lingering close): a server that closes on a client still sending resets the connection,
+# and the client sees a broken pipe instead of the 413.
+DRAIN_SECONDS = 10
+DRAIN_CHUNK = 2**16
 
 
 def _mb(size: int) -> str:
@@ -54,6 +61,7 @@ class RequestSizeLimit:
         # little over the limit by its name, in the user's language (or takes two files).
         if length <= allowed * (2 if upload else 1) + ENVELOPE:
             return self.get_response(request)
+        _drain(request, length)
         sizes = {"size": _mb(length), "limit": _mb(allowed)}
         if request.path_info.startswith("/api/"):  # the API speaks English
             with translation.override("en"):
@@ -72,6 +80,21 @@ class RequestSizeLimit:
         return HttpResponse(page, status=413)
 
 
+def _drain(request: HttpRequest, length: int) -> None:
+    """Read and drop a refused body, up to DRAIN_SECONDS, never keeping more than a chunk."""
+    stream = request.META.get("wsgi.input")
+    deadline = time.monotonic() + DRAIN_SECONDS
+    left = length
+    try:
+        while left > 0 and time.monotonic() < deadline:
+            chunk = stream.read(min(DRAIN_CHUNK, left))
+            if not chunk:
+                return
+            left -= len(chunk)
+    except Exception as exc:  # best effort: a client gone, a stream shorter than it said
+        logger.info("%s: a refused body not read to its end: %r", request.path, exc)
+
+
 def _too_large(upload: bool) -> str:
     if upload:
         return gettext(
@@ -82,6 +105,33 @@ def _too_large(upload: bool) -> str:
         "The request is %(size)s, over the limit of %(limit)s (DEDUP_MAX_REQUEST_MB): send "
         "less in each request."
     )
+
+
+class QueryStringCheck:
+    """Refuse a query string holding what PostgreSQL cannot hold in text (the NUL character)
+    with a 400 naming the parameter (JSON under /api/), before any view passes it to a query
+    (which the database refuses: a 500)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        for name, values in request.GET.lists():
+            if "\x00" in name or any("\x00" in value for value in values):
+                return _bad_parameter(request, name.replace("\x00", "\\x00"))
+        return self.get_response(request)
+
+
+def _bad_parameter(request: HttpRequest, name: str) -> HttpResponse:
+    message = f"{name}: must not hold the NUL character (%00); send the text without it."
+    if request.path_info.startswith("/api/"):
+        errors = [{"index": None, "field": name, "message": message}]
+        return JsonResponse(
+            {"error": message, "errors": errors},
+            status=400,
+            json_dumps_params={"ensure_ascii": False},
+        )
+    return HttpResponse(_page(400, "Bad request", message, request.path), status=400)
 
 
 class DatabaseDown:

@@ -71,6 +71,9 @@ def database_from_url(url: str) -> dict:
             "PORT": str(parts.port or ""),
             "OPTIONS": options,
             "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
+            # A kept connection is checked before a request reuses it: after PostgreSQL
+            # restarts, the first request of each web thread opens a new one instead of failing.
+            "CONN_HEALTH_CHECKS": True,
             "TEST": {"NAME": options.pop("test_name", None) or None},
         }
     raise ImproperlyConfigured(f"DATABASE_URL={url!r}: use postgres://user:password@host:5432/name")
@@ -102,6 +105,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "dedup.middleware.RequestSizeLimit",
+    "dedup.middleware.QueryStringCheck",
     "django.middleware.security.SecurityMiddleware",
     "dedup.middleware.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -225,6 +229,9 @@ DEDUP_API_RATE_WINDOW = env_int("DEDUP_API_RATE_WINDOW_SECONDS", 60)
 DEDUP_WEBHOOK_TIMEOUT = env_int("DEDUP_WEBHOOK_TIMEOUT_SECONDS", 10)
 DEDUP_WEBHOOK_ATTEMPTS = env_int("DEDUP_WEBHOOK_ATTEMPTS", 6)
 DEDUP_WEBHOOK_BACKOFF = env_float("DEDUP_WEBHOOK_BACKOFF_SECONDS", 30.0)
+# Webhooks reach public addresses only (never this machine's or the network's services); on
+# lets loopback and private ones through (a receiver beside the service, or tests).
+DEDUP_WEBHOOK_ALLOW_PRIVATE = env_bool("DEDUP_WEBHOOK_ALLOW_PRIVATE", default=False)
 
 CELERY_TASK_ALWAYS_EAGER = False
 # Webhook deliveries wait on other people's servers: their own queue, so that a slow receiver
@@ -289,6 +296,17 @@ AUTH_PASSWORD_VALIDATORS = [
 # for the rest of the window (counted in the "signin" cache, shared by the web workers).
 DEDUP_SIGNIN_FAILURES = env_int("DEDUP_SIGNIN_FAILURES", 10)
 DEDUP_SIGNIN_WINDOW_SECONDS = env_int("DEDUP_SIGNIN_WINDOW_SECONDS", 15 * 60)
+# Mail, for password resets only: with no EMAIL_HOST there is no reset by mail (the page
+# says to ask an admin); with one, DEDUP_PASSWORD_RESETS requests per address and per mail
+# address in the sign-in window.
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "dedup@localhost")
+DEDUP_PASSWORD_RESET = env_bool("DEDUP_PASSWORD_RESET", default=bool(EMAIL_HOST))
+DEDUP_PASSWORD_RESETS = env_int("DEDUP_PASSWORD_RESETS", 5)
 # Django's cache: in Redis when REDIS_URL is set, so that every web process counts the API's
 # rate limits (default) and sign-in failures (signin) together; else in each process's memory.
 CACHES = {

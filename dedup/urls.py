@@ -5,6 +5,7 @@ from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
 from webui.health import healthz, readyz
+from webui.password_reset import password_reset, password_reset_done
 from webui.signin import AdminSignInForm, SignInForm
 
 admin.site.login_form = AdminSignInForm  # the admin's sign-in counts failures too
@@ -14,6 +15,9 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
+    # Before Django's own: a reset by mail only where mail is set up, a few per window.
+    path("accounts/password_reset/", password_reset, name="password_reset"),
+    path("accounts/password_reset/done/", password_reset_done, name="password_reset_done"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/", include("dedup.api.urls")),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import unicodedata
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -208,14 +209,28 @@ class _Echo:
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+LEAD = 16  # characters looked at for the first one a spreadsheet reads
 
 
 def csv_cell(value):
     """Return a cell a spreadsheet shows as text: a leading =, +, -, @, tab or CR would make
-    it a formula (=HYPERLINK(...), +cmd|...), so such text gets a leading apostrophe."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+    it a formula (=HYPERLINK(...), +cmd|...), so such text gets a leading apostrophe. So do
+    their full-width and small forms (＝, ＋, －, ＠, ﹦: one under NFKC) and any of them
+    after a byte order mark, other invisible characters or spaces, which some spreadsheets
+    skip."""
+    if isinstance(value, str) and _formula_lead(value):
         return "'" + value
     return value
+
+
+def _formula_lead(value: str) -> bool:
+    if value.startswith(FORMULA_STARTS):
+        return True
+    for char in value[:LEAD]:
+        if unicodedata.category(char) in ("Cf", "Zs") or char in "\n\x0b\x0c":
+            continue  # U+FEFF, zero-width and other invisible characters, spaces
+        return unicodedata.normalize("NFKC", char).startswith(FORMULA_STARTS)
+    return False
 
 
 def _csv_response(rows, name: str) -> StreamingHttpResponse:

@@ -50,9 +50,9 @@ def signin_blocked(keys: list[str]) -> bool:
     return any(count >= settings.DEDUP_SIGNIN_FAILURES for count in counts.values())
 
 
-def signin_failed(keys: list[str]) -> int:
-    """Count a failure against each key (the window starts at the first failure); return the
-    highest count, 0 when the cache is down."""
+def window_count(keys: list[str]) -> int:
+    """Count one against each key in the "signin" cache (the window starts at the first);
+    return the highest count, 0 when the cache is down."""
     cache = caches["signin"]
     counts = [0]
     try:
@@ -60,8 +60,13 @@ def signin_failed(keys: list[str]) -> int:
             cache.add(key, 0, timeout=settings.DEDUP_SIGNIN_WINDOW_SECONDS)
             counts.append(cache.incr(key))
     except Exception:
-        logger.warning("sign-in failure not counted: the signin cache is not answering")
+        logger.warning("%s not counted: the signin cache is not answering", keys)
     return max(counts)
+
+
+def signin_failed(keys: list[str]) -> int:
+    """Count a failure against each key; return the highest count, 0 when the cache is down."""
+    return window_count(keys)
 
 
 def signin_audit(request: HttpRequest | None, username: str, count: int) -> None:

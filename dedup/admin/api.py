@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -73,6 +74,14 @@ class DeliveryInline(admin.TabularInline):
         return super().get_queryset(request).defer("payload")
 
 
+def _public_url(url: str) -> None:
+    """Refuse an address a webhook may not point at: not http(s), or not public."""
+    try:
+        services.webhook_url_check(url)
+    except services.WebhookUrlRefused as exc:
+        raise ValidationError(str(exc)) from None
+
+
 @admin.register(Webhook)
 class WebhookAdmin(AuditedAdmin):
     """Addresses told about new matches, decisions and finished uploads (docs/api.md says
@@ -98,7 +107,10 @@ class WebhookAdmin(AuditedAdmin):
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "url":
             kwargs["assume_scheme"] = "https"  # an address typed without one
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "url":
+            field.validators.append(_public_url)
+        return field
 
     def save_model(self, request, obj: Webhook, form, change: bool) -> None:
         if change:

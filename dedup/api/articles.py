@@ -26,7 +26,13 @@ from dedup.api.schemas import (
     UploadCreated,
     UploadOut,
 )
-from dedup.errors import ArticleInvalid, ChecksBusy, DedupError, UploadTooLarge
+from dedup.errors import (
+    ArticleInvalid,
+    ChecksBusy,
+    DedupError,
+    ReplaceRefused,
+    UploadTooLarge,
+)
 from dedup.index import settings_current
 from dedup.models import Article
 from dedup.selectors import Bars
@@ -134,7 +140,8 @@ def _k_max() -> int:
 def articles_submit(request: HttpRequest, replace: bool = False):
     """Store articles (all rows or none) and queue them for matching. A row whose `id` its
     `source` sent before is stored again only with `replace=true` (as a new article, the old
-    one and its matches deleted); otherwise it is answered `unchanged`."""
+    one and its matches deleted, in the audit log), by the user who sent it or an admin
+    (403 otherwise); without it, it is answered `unchanged`."""
     rows = _json_body(request)
     rows = [rows] if isinstance(rows, dict) else rows
     if not isinstance(rows, list) or not rows:
@@ -147,6 +154,8 @@ def articles_submit(request: HttpRequest, replace: bool = False):
         _known_fields(row, index)
     try:
         stored = services.articles_submit(rows=rows, user=request.user, replace=replace)
+    except ReplaceRefused as exc:
+        raise ApiError(403, str(exc), [_row_error(exc)]) from None
     except ArticleInvalid as exc:
         raise ApiError(400, str(exc), [_row_error(exc)]) from None
     return Status(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+from django.conf import settings as django_settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Left
@@ -60,6 +61,16 @@ class Article(models.Model):
         db_index=False,  # one_article_per_upload_row starts with it
     )
     row = models.PositiveIntegerField(null=True, blank=True)
+    # Who sent it through the API (an upload's rows name their uploader by their upload): who,
+    # beside an admin, may replace it.
+    submitted_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,  # read only with the article, never to find articles
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     claimed_at = models.DateTimeField(null=True, blank=True)
     processed_at = models.DateTimeField(null=True, blank=True)

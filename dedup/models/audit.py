@@ -13,6 +13,7 @@ class AuditAction(models.TextChoices):
     ADMIN_DELETE = "admin.delete", _("deleted in the admin")
     SETTINGS_CHANGE = "settings.change", _("settings changed")
     UPLOAD_DELETE = "upload.delete", _("upload deleted")
+    ARTICLE_REPLACE = "article.replace", _("article replaced")
     TOKEN_ISSUE = "token.issue", _("API token issued")
     TOKEN_REVOKE = "token.revoke", _("API token revoked")
     ROLES_CHANGE = "user.roles", _("roles changed")

@@ -47,6 +47,7 @@ from dedup.services.uploads import (
     upload_process,
     uploads_requeue_stuck,
 )
+from dedup.services.webhook_addresses import WebhookUrlRefused, webhook_url_check
 from dedup.services.webhooks import deliveries_resend, webhook_start, webhooks_dispatch
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "PairDecision",
     "SettingsInvalid",
     "UploadTooLarge",
+    "WebhookUrlRefused",
     "articles_ingest",
     "articles_process",
     "articles_prune",
@@ -84,5 +86,6 @@ __all__ = [
     "upload_process",
     "uploads_requeue_stuck",
     "webhook_start",
+    "webhook_url_check",
     "webhooks_dispatch",
 ]

@@ -12,8 +12,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from dedup.errors import ArticleInvalid
-from dedup.models import Article
+from dedup.errors import ArticleInvalid, ReplaceRefused
+from dedup.models import Article, AuditAction, Decision, Match, UploadBatch
+from dedup.services.audit import audit_record
+
+REPLACE_ANY = "dedup.delete_article"  # an admin's: replace any article, not only one's own
 
 _LIMITS = {"title": 500, "source": 200, "url": 2000, "external_id": 500}
 
@@ -112,9 +115,12 @@ def _parse_published(value, at: str, number: int | None) -> datetime | None:
     return parsed
 
 
-def article_new(fields: dict, *, now: datetime, upload=None, row: int | None = None) -> Article:
+def article_new(
+    fields: dict, *, now: datetime, upload=None, row: int | None = None, submitted_by=None
+) -> Article:
     return Article(
         **fields,
+        submitted_by=submitted_by,
         dated_at=fields["published_at"] or now,
         content_hash=Article.hash_body(fields["body"]),
         length=len(fields["body"]),
@@ -163,7 +169,10 @@ def articles_submit(
     A row with an `id` its `source` sent before stores nothing (a re-send), unless `replace`:
     then, if anything differs, the old article is deleted with its matches and decisions and
     the row stored as a new one (stored features never change under an id: the workers
-    cache them). A second row with the same id in one request refers to the first."""
+    cache them), in the audit log. Replacing is deleting: only the article's sender (or its
+    upload's uploader) or a user who may delete articles (an admin) may; `user` None is the
+    service itself (a command). A second row with the same id in one request refers to the
+    first."""
     if not isinstance(rows, list):
         raise ArticleInvalid("expected a list of articles")
     now = timezone.now()
@@ -182,19 +191,58 @@ def articles_submit(
         if old is not None and (not replace or _same(old, fields)):
             answers.append(("unchanged", old, None))
             continue
+        if old is not None:
+            _replace_check(old, user, number=i)
         if key is not None:
             first_row[key] = i
-        fresh[i] = article_new(fields, now=now, upload=upload)
-        answers.append(("replaced" if old else "created", i, old.pk if old else None))
-    replaced = [old for _, _, old in answers if old is not None]
-    if replaced:
-        Article.objects.filter(id__in=replaced).delete()
+        sender = user if user is not None and user.is_authenticated else None
+        fresh[i] = article_new(fields, now=now, upload=upload, submitted_by=sender)
+        answers.append(("replaced" if old else "created", i, old))
+    gone = {old.pk: _article_delete(old) for _, _, old in answers if old is not None}
     Article.objects.bulk_create(list(fresh.values()))  # sets their ids
     articles_enqueue([a.pk for a in fresh.values()])
+    for _, i, old in answers:
+        if old is not None:
+            changes = {"replaced_by": fresh[i].pk, **gone[old.pk]}
+            audit_record(action=AuditAction.ARTICLE_REPLACE, user=user, obj=old, changes=changes)
+    answers = [(outcome, found, old.pk if old else None) for outcome, found, old in answers]
     return [
         Submitted(fresh[found] if isinstance(found, int) else found, outcome, old)
         for outcome, found, old in answers
     ]
+
+
+def _replace_check(article: Article, user, *, number: int) -> None:
+    """Refuse to replace an article the user may not delete: not theirs, and not an admin."""
+    if user is None or user.has_perm(REPLACE_ANY):
+        return
+    if user.is_authenticated and user.pk in (article.submitted_by_id, _uploader_id(article)):
+        return
+    raise ReplaceRefused(
+        f"articles[{number}]: article {article.pk} (source {article.source!r}, id "
+        f"{article.external_id!r}) was sent by another user; only its sender or an admin may "
+        "replace it. Send it without replace=true to leave it as it is.",
+        row=number,
+        field="id",
+    )
+
+
+def _uploader_id(article: Article) -> int | None:
+    if article.upload_id is None:
+        return None
+    upload = UploadBatch.objects.filter(pk=article.upload_id).values("uploaded_by_id").first()
+    return upload["uploaded_by_id"] if upload else None
+
+
+def _article_delete(article: Article) -> dict:
+    """Delete an article with its matches and decisions; return how many of each went."""
+    _total, per_model = Article.objects.filter(pk=article.pk).delete()
+    return {
+        "source": article.source,
+        "external_id": article.external_id,
+        "matches": per_model.get(Match._meta.label, 0),
+        "decisions": per_model.get(Decision._meta.label, 0),
+    }
 
 
 def _known_ids(keys: list[tuple[str, str]]) -> dict[tuple[str, str], Article]:

@@ -1,6 +1,7 @@
 """Webhooks: new matches and decisions (read after each webhook's cursor, as the API's
 listings are) and finished uploads become deliveries; a task POSTs each one, signed, retries
-it with backoff, and records what the receiver answered (webhook_deliver).
+it with backoff, and records what the receiver answered, its status and size
+(webhook_deliver), to public addresses only (webhook_addresses).
 
 Deliveries are sent from their own queue ("webhooks"): a slow or failing receiver keeps a
 webhooks worker waiting, never the workers that match.
@@ -18,6 +19,7 @@ import logging
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
 from django.db import transaction
@@ -26,6 +28,7 @@ from django.utils import timezone
 
 from dedup import selectors
 from dedup.models import DeliveryState, Webhook, WebhookDelivery
+from dedup.services import webhook_addresses
 
 logger = logging.getLogger(__name__)
 
@@ -162,12 +165,8 @@ def deliveries_resend(*, delivery_ids: list[int]) -> int:
     return len(ids)
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None  # a redirect is an answer like any other: not followed with the body
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
+_opener = webhook_addresses.opener()
+ANSWER_READ = 1000  # bytes of an answer read: its size is recorded up to this, never its text
 
 
 def webhook_deliver(*, delivery_id: int, last_try: bool) -> bool:
@@ -194,10 +193,12 @@ def webhook_deliver(*, delivery_id: int, last_try: bool) -> bool:
     )
     status, answer, problem = None, b"", ""
     try:
+        if urlsplit(webhook.url).scheme.lower() not in webhook_addresses.SCHEMES:
+            raise ValueError("a webhook's address starts with https:// or http://")
         with _opener.open(request, timeout=django_settings.DEDUP_WEBHOOK_TIMEOUT) as response:
-            status, answer = response.status, response.read(1000)
+            status, answer = response.status, response.read(ANSWER_READ + 1)
     except urllib.error.HTTPError as exc:
-        status, answer = exc.code, exc.read(1000)
+        status, answer = exc.code, exc.read(ANSWER_READ + 1)
     except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
         problem = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"[:500]
     sent = status is not None and 200 <= status < 300
@@ -212,13 +213,21 @@ def webhook_deliver(*, delivery_id: int, last_try: bool) -> bool:
         state=state,
         attempts=F("attempts") + 1,
         response_status=status,
-        response_body=answer.decode("utf-8", "replace")[:1000],
+        # Its size, not its text: the text of whatever answers at an address is no one's
+        # business here (and an admin reading it would make the worker a way in).
+        response_body=_size(answer) if status is not None else "",
         error="" if sent else problem,
         sent_at=timezone.now() if sent else None,
     )
     if not sent:
         logger.info("webhook delivery %s to %s: %s", delivery.pk, webhook.url, problem)
     return sent or last_try
+
+
+def _size(answer: bytes) -> str:
+    if len(answer) > ANSWER_READ:
+        return f"over {ANSWER_READ} bytes"
+    return f"{len(answer)} bytes"
 
 
 def backoff_seconds(tries: int) -> float:

@@ -12,7 +12,9 @@ from django.test import Client
 from django.utils import timezone
 
 from dedup import selectors, services
-from dedup.models import ApiToken, Article, Decision, Match, Settings
+from dedup.errors import ReplaceRefused
+from dedup.models import ApiToken, Article, AuditEntry, Decision, Match, Settings, UploadBatch
+from tests.roles import group
 from tests.texts import ARTICLE, NEAR, OTHER
 
 pytestmark = pytest.mark.django_db
@@ -150,6 +152,85 @@ def test_replace_stores_the_new_text_and_reprocesses_it(client, django_capture_o
     with django_capture_on_commit_callbacks():
         same = _post(client, "/api/articles?replace=true", {**row, "body": OTHER}).json()
     assert same["articles"][0]["outcome"] == "unchanged"  # nothing differs: nothing replaced
+
+
+def _matched_and_decided(article_id: int) -> Article:
+    other = _article("别处", body=NEAR)
+    version = Settings.load().active_version
+    Match.objects.create(
+        a_id=article_id, b=other, kind="near", distance=1, similarity=0.9, version=version
+    )
+    Decision.objects.create(a_id=article_id, b=other, verdict="duplicate")
+    return other
+
+
+def test_another_users_token_cannot_replace_an_article(client, django_capture_on_commit_callbacks):
+    row = {"id": "cms-1", "source": "日报", "body": ARTICLE}
+    with django_capture_on_commit_callbacks():
+        [first] = _post(client, "/api/articles", row).json()["articles"]
+    _matched_and_decided(first["id"])
+    other_editor = _client("other-desk")
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = _post(other_editor, "/api/articles?replace=true", {**row, "body": OTHER})
+    assert response.status_code == 403
+    assert "only its sender or an admin" in response.json()["error"]
+    assert Article.objects.filter(pk=first["id"], body=ARTICLE).exists() and not callbacks
+    assert Match.objects.count() == 1 and Decision.objects.count() == 1
+    assert not AuditEntry.objects.exists()
+    # Without replace, the other user's re-send is answered as before.
+    with django_capture_on_commit_callbacks():
+        again = _post(other_editor, "/api/articles", {**row, "body": OTHER})
+    assert again.json()["articles"][0]["outcome"] == "unchanged"
+
+
+def test_replace_by_its_sender_or_an_admin_is_in_the_audit_log(
+    client, django_capture_on_commit_callbacks
+):
+    row = {"id": "cms-1", "source": "日报", "body": ARTICLE}
+    with django_capture_on_commit_callbacks():
+        [first] = _post(client, "/api/articles", row).json()["articles"]
+        _matched_and_decided(first["id"])
+        [mine] = _post(client, "/api/articles?replace=true", {**row, "body": OTHER}).json()[
+            "articles"
+        ]
+    [entry] = AuditEntry.objects.all()
+    assert (entry.action, entry.username, entry.object_id) == (
+        "article.replace",
+        "cms",
+        str(first["id"]),
+    )
+    assert entry.changes == {
+        "replaced_by": mine["id"],
+        "source": "日报",
+        "external_id": "cms-1",
+        "matches": 1,
+        "decisions": 1,
+    }
+    admin = User.objects.create_user("chief", password="pw")
+    admin.groups.add(group("admin"))
+    chief = Client(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(admin)[1]}")
+    with django_capture_on_commit_callbacks():
+        response = _post(chief, "/api/articles?replace=true", {**row, "body": NEAR})
+    assert response.status_code == 202
+    assert response.json()["articles"][0]["replaced"] == mine["id"]
+    assert list(AuditEntry.objects.values_list("username", flat=True).order_by("id")) == [
+        "cms",
+        "chief",
+    ]
+
+
+def test_an_uploads_rows_are_replaced_by_its_uploader_only(django_capture_on_commit_callbacks):
+    uploader, other = User.objects.create_user("desk"), User.objects.create_user("other")
+    upload = UploadBatch.objects.create(name="a.jsonl", uploaded_by=uploader)
+    row = {"id": "u-1", "body": ARTICLE}
+    with django_capture_on_commit_callbacks():
+        [first] = services.articles_ingest(rows=[row], upload=upload)
+        with pytest.raises(ReplaceRefused):
+            services.articles_submit(rows=[{**row, "body": NEAR}], user=other, replace=True)
+        [again] = services.articles_submit(
+            rows=[{**row, "body": NEAR}], user=uploader, replace=True
+        )
+    assert (again.outcome, again.replaced) == ("replaced", first.pk)
 
 
 def test_concurrent_resends_of_one_id_store_it_once(transactional_db):

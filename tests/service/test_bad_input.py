@@ -22,6 +22,7 @@ from django.test import Client
 from dedup import services
 from dedup.models import ApiToken, Article, UploadBatch
 from tests import roles
+from tests.service.test_degraded import Web, free_port
 from tests.texts import ARTICLE, NEAR, OTHER
 
 pytestmark = pytest.mark.django_db
@@ -430,6 +431,61 @@ def test_api_file_upload_keeps_the_good_rows(api):
     assert (batch.accepted, batch.rejected) == (2, 1)
     status = api.get(f"/api/uploads/{batch.pk}").json()
     assert status["errors"][0]["message"].startswith('a.jsonl:2: "body" holds a NUL character')
+
+
+@pytest.mark.parametrize(
+    ("address", "name"),
+    [
+        ("/api/articles?external_id=%00", "external_id"),
+        ("/api/articles?source=%E6%97%A5%00", "source"),
+        ("/api/articles?url=https://example.com/%00", "url"),
+        ("/api/matches?source=%00", "source"),
+        ("/api/decisions?verdict=duplicate&source=a%00b", "source"),
+    ],
+)
+def test_a_nul_in_a_query_parameter_is_a_json_400_naming_it(api, address, name):
+    response = api.get(address)
+    print(f"\n{address}: {response.status_code} {response.content[:160]!r}")
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert response.json()["error"].startswith(f"{name}: must not hold the NUL character")
+    assert response.json()["errors"][0]["field"] == name
+
+
+def test_a_nul_in_a_pages_query_is_a_400_page(web):
+    response = web.get("/articles/?q=%E6%96%B0%E9%97%BB%00")
+    assert response.status_code == 400 and b"must not hold the NUL character" in response.content
+
+
+@pytest.mark.parametrize(
+    ("method", "address", "size", "words"),
+    [
+        ("POST", "/api/articles", 25 * 2**20, "over the limit of 20.0 MB"),
+        ("POST", "/api/check", 25 * 2**20, "over the limit of 20.0 MB"),
+        ("POST", "/api/uploads", 4 * 2**20, "over the limit of 1.0 MB per file"),
+        ("POST", "/decisions/", 25 * 2**20, "over the limit of 20.0 MB"),
+    ],
+)
+def test_a_body_over_the_limit_is_a_413_the_client_reads(web_server, method, address, size, words):
+    """Through gunicorn, as clients meet it: the client sends the whole body before it reads
+    the answer (a server closing on it mid-send is a broken pipe, not a 413)."""
+    headers = {"Content-Type": "application/json", "Authorization": "Token abc"}
+    headers["Accept-Language"] = "en"
+    status, _headers, body = web_server.request(method, address, b"x" * size, **headers)
+    print(f"\n{method} {address} with {size} bytes: {status} {body[:160]!r}")
+    assert status == 413 and words in body.decode()
+
+
+@pytest.fixture(scope="module")
+def web_server(tmp_path_factory):
+    """gunicorn on this checkout, its file limit 1 MB; no database (refused before one)."""
+    web = Web(
+        tmp_path_factory.mktemp("web"),
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:{free_port()}/nothing",
+        REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+        DEDUP_MAX_UPLOAD_MB="1",
+    )
+    yield web
+    web.stop()
 
 
 # --- A zip bomb through a real worker: it stays alive and small ---------------------------------

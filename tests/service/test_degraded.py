@@ -138,3 +138,26 @@ def test_with_the_broker_down_submitted_articles_are_stored_and_answered_202(web
     status, _headers, answer = web.get("/readyz")
     checks = json.loads(answer)["checks"]
     assert status == 503 and checks["database"] == "ok" and checks["broker"] != "ok"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kept_connection_the_database_dropped_is_opened_again_not_a_503(web_factory):
+    """As after a PostgreSQL restart: the web thread's kept connection is gone; the next
+    request checks it before use (CONN_HEALTH_CHECKS) and opens a new one."""
+    user = roles.user_in("editor", "pipeline")
+    key = ApiToken.issue(user, name="t")[1]
+    web = web_factory(
+        DATABASE_URL=database_url(connections["default"].settings_dict),
+        REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+        DB_CONN_MAX_AGE="600",
+        GUNICORN_THREADS="1",  # one thread: the second request meets the first's connection
+    )
+    assert web.get("/api/articles/1", Authorization=f"Token {key}")[0] == 404
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        assert cursor.fetchone()[0] >= 1
+    status, _headers, body = web.get("/api/articles/1", Authorization=f"Token {key}")
+    assert status == 404, body

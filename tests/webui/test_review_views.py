@@ -521,6 +521,39 @@ def test_csv_exports_neutralise_formula_cells(editor_client, editor, chain):
     assert "'=1+1" in [r[8] for r in rows[1:]]
 
 
+@pytest.mark.parametrize(
+    ("cell", "guarded"),
+    [
+        ('\ufeff=HYPERLINK("http://evil")', True),  # after a byte order mark
+        ("\u200b+cmd|' /C calc'!A0", True),  # after a zero-width space
+        ("  =1+1", True),
+        ("\u3000@SUM(1)", True),  # an ideographic space
+        ('＝HYPERLINK("http://evil")', True),  # full-width
+        ("＋1+2", True),
+        ("－2+3", True),
+        ("＠SUM(1)", True),
+        ("﹦1+1", True),  # small form
+        ("新华社电 =1+1", False),
+        ("100％", False),
+        ("", False),
+        (12, False),
+    ],
+)
+def test_csv_cells_starting_with_a_disguised_formula_are_text(cell, guarded):
+    from webui.review_views import csv_cell
+
+    assert csv_cell(cell) == ("'" + cell if guarded else cell)
+
+
+def test_csv_export_guards_a_full_width_formula(editor_client, editor, chain):
+    a, b, _c = chain
+    Decision.objects.create(a=a, b=b, verdict="duplicate", decided_by=editor, note="＝1+1")
+    Article.objects.filter(pk=a.pk).update(title='\ufeff=HYPERLINK("http://evil")')
+    response = editor_client.get("/export/decisions.csv")
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert rows[1][6] == "'＝1+1" and rows[1][8] == '\'\ufeff=HYPERLINK("http://evil")'
+
+
 def test_compare_links_article_urls_only_when_they_are_web_addresses(editor_client, chain):
     a, b, _c = chain
     Article.objects.filter(pk=a.pk).update(url="javascript:alert(1)")

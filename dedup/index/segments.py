@@ -45,7 +45,7 @@ LOOKUP = """
     WHERE version = %s AND key = ANY(%s::bigint[])
 """
 # The earliest rows of a hot bucket, from each day partition's index in article order
-# (migration 0029), not the whole bucket.
+# (migration 0030), not the whole bucket.
 HOT_LOOKUP = """
     SELECT key, fingerprint, article_id FROM dedup_segment
     WHERE version = %s AND key = %s

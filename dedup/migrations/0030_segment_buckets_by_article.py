@@ -18,7 +18,7 @@ CREATE INDEX dedup_segment_lookup ON dedup_segment (version, key) INCLUDE (finge
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dedup", "0028_partial_facts_kept"),
+        ("dedup", "0029_article_submitted_by"),
     ]
 
     operations = [migrations.RunSQL(FORWARD, BACKWARD)]

@@ -605,4 +605,10 @@ def test_a_copy_of_a_copy_is_linked_not_chained(editor_client):
         (b.id, c.id, False)
     ]
     assert page.context["links"][0]["target"] == f"/articles/{c.id}/"  # c is in no cluster
-    assert editor_client.get(f"/clusters/{c.id}/").context["members"] is None
+    alone = editor_client.get(f"/clusters/{c.id}/")
+    assert alone.context["members"] is None
+    assert f'<a href="/articles/{c.id}/">它的页面</a>列出了与它关联的报道' in alone.content.decode()
+    rows = editor_client.get(f"/articles/{c.id}/").context["matches"]
+    assert [(r["story"]["relation"], r["story"]["url"]) for r in rows] == [
+        ("引用了", f"/clusters/{a.id}/?near=0&partial=0")
+    ]

@@ -56,9 +56,10 @@ def stars(n: int, a: np.ndarray, b: np.ndarray, rank: np.ndarray) -> np.ndarray:
     own edge to the centre, never through another member, so one shared edge cannot chain two
     stories. A node without edges is its own centre.
 
-    Vectorised in rounds instead of a loop over nodes: a node is decided once every earlier
-    neighbour is (a centre there makes it a member, none makes it a centre); each round
-    decides at least the earliest undecided node, and edges between decided nodes drop out.
+    Vectorised in rounds instead of a loop over nodes: an undecided node none of whose edges
+    from earlier nodes is left is a centre (those earlier neighbours are all members), and
+    claims its undecided later neighbours at once; an edge from a member, or to a decided
+    node, drops out. Each round decides at least the earliest undecided node.
     """
     rank = np.asarray(rank, np.int64)
     a = np.asarray(a, np.int64)
@@ -68,22 +69,16 @@ def stars(n: int, a: np.ndarray, b: np.ndarray, rank: np.ndarray) -> np.ndarray:
     late = np.where(rank[a] < rank[b], b, a)[keep]
     UNDECIDED, CENTRE, MEMBER = 0, 1, 2
     state = np.zeros(n, np.int8)
-    u, v = early, late
+    u, v = early, late  # the live edges: both ends undecided
     while True:
-        waiting = np.zeros(n, bool)
-        waiting[v[state[u] == UNDECIDED]] = True
-        claimed = np.zeros(n, bool)
-        claimed[v[state[u] == CENTRE]] = True
-        open_ = state == UNDECIDED
-        state[open_ & claimed] = MEMBER
-        state[open_ & ~claimed & ~waiting] = CENTRE
-        live = state[v] == UNDECIDED
-        u, v = u[live], v[live]
+        blocked = np.zeros(n, bool)
+        blocked[v] = True
+        state[(state == UNDECIDED) & ~blocked] = CENTRE
         if not len(v):
             break
-        # An edge from a member decides nothing: drop it.
-        u, v = u[state[u] != MEMBER], v[state[u] != MEMBER]
-    state[state == UNDECIDED] = CENTRE  # left only when their edges are all gone
+        state[v[state[u] == CENTRE]] = MEMBER
+        live = (state[u] == UNDECIDED) & (state[v] == UNDECIDED)
+        u, v = u[live], v[live]
     centre = np.arange(n, dtype=np.int64)
     claims = (state[early] == CENTRE) & (state[late] == MEMBER)
     first = np.full(n, n, np.int64)  # the earliest centre's rank claiming each member

@@ -309,5 +309,12 @@ def test_table_load_reads_matches_decisions_and_articles(django_user_model):
     again = selectors.match_table()
     assert again is not t and again.decision.tolist() == [REJECTED, DUPLICATE]
     assert t.decision.tolist() == [REJECTED, UNDECIDED]  # a copy: clusterings stay consistent
+    assert vars(again)["rank"] is t.rank  # no new article: their order in time is kept
     Match.objects.create(a_id=ids[2], b_id=ids[3], kind="exact", distance=0, similarity=1.0)
-    assert len(selectors.match_table().article_id) == 4
+    four = selectors.match_table()
+    assert len(four.article_id) == 4 and four.rank.tolist() == [0, 1, 2, 3]
+
+
+def test_rank_orders_nodes_by_date_then_id():
+    t = table([(0, 1, "near", 1, 0.9), (1, 2, "near", 1, 0.9)], dated=[50, 20, 20])
+    assert t.rank.tolist() == [2, 0, 1]

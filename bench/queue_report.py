@@ -93,7 +93,9 @@ def score(labels: Labels, pairs: list, scope: set[str], same_text: bool = False)
         seen |= {a, b}
     keys = {(min(a, b), max(a, b)) for a, b, _ in inside}
     ends = np.array([(a, b) for a, b, _ in inside], dtype=np.int64).reshape(-1, 2)
-    component = components(len(labels.kind), ends[:, 0], ends[:, 1])  # the queue's clusters
+    # Connected components of the pairs: an upper bound of the queue's clusters, which are one
+    # story each (docs/design.md, "Clusters"), so this overstates "R in one cluster".
+    component = components(len(labels.kind), ends[:, 0], ends[:, 1])
     hits, totals, clustered = Counter(), Counter(), 0
     for o, c, kind in labels.pairs:
         if labels.corpus[o] in scope:

@@ -22,10 +22,11 @@ PAIRS_DESCRIPTION = (
     "without a fingerprint are left out."
 )
 CLUSTERS_DESCRIPTION = (
-    "Group the pairs within --max-distance into clusters (connected components) and "
-    "write one line per cluster: its original (the earliest article in input order) "
-    "and every member with its distance to the original; a member farther than the "
-    "threshold belongs through a chain, shown by linked_to."
+    "Group the pairs within --max-distance into clusters, one story each, as the review "
+    "dashboard does: in input order, an article no earlier original claimed is an "
+    "original and claims every unclaimed article within the threshold of it. Write one "
+    "line per cluster: its original and every member with its distance to the original "
+    "(linked_to names the original); nothing joins through a chain."
 )
 DUPLICATES_DESCRIPTION = (
     'Write {"a", "b", "kind", "distance", "similarity", "shared_chars", '

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from dedup import articles, selectors
 from dedup.models import Article, ArticleStatus, UploadBatch
 from webui import review_context as ctx
+from webui import story_links
 from webui.access import editor_required
 
 
@@ -69,6 +70,10 @@ def article(request: HttpRequest, article_id: int) -> HttpResponse:
         context = articles.article_detail(article_id=article_id)
     except Article.DoesNotExist:
         raise Http404(_("There is no article %(id)s.") % {"id": article_id}) from None
+    story = story_links.article_story(article_id)
+    for row in context["matches"]:
+        row["story"] = story["relations"].get(row["other"].id)
+    context["story_url"] = story["story_url"]
     return render(request, "webui/articles/article.html", context)
 
 

@@ -72,6 +72,7 @@ class Selection:
     pair_filter: PairFilter
     clusters: int  # clusters the queue lists with these filters
     pairs: list[tuple[int, int, int]]
+    facts: list[tuple[str, float]]  # each pair's kind and similarity
     text_limited: bool  # the search read the text of only some clusters
     carried: list[tuple[str, str]]  # the queue's own parameters, as the queue had them
 
@@ -91,15 +92,21 @@ class Selection:
 
 def selection_read(params) -> Selection:
     """Return the waiting pairs of the clusters the queue lists with these parameters (status,
-    source, dates, length band, search, similarity bars) of the kind and similarity asked."""
+    source, dates, length band, search, similarity bars) of the kind and similarity asked;
+    with a source or dates, only the pairs holding an article of them."""
     threshold = threshold_parse(params)
     qp = queue_params_parse(params)
     pair_filter = pair_filter_parse(params)
     table = selectors.match_table()
     found = table.clustering(threshold.bars)
-    order, _hits, text_limited = listed_clusters(found, qp)
+    order, hits, text_limited = listed_clusters(found, qp)
     edges = clusterings.waiting_pairs(
-        found, order, kind=pair_filter.kind, low=pair_filter.low, high=pair_filter.high
+        found,
+        order,
+        kind=pair_filter.kind,
+        low=pair_filter.low,
+        high=pair_filter.high,
+        within=qp.filter(hits),
     )
     ids = table.article_id
     pairs = list(
@@ -110,8 +117,15 @@ def selection_read(params) -> Selection:
             strict=True,
         )
     )
+    facts = list(
+        zip(
+            [clusterings.KIND_NAMES[k] for k in table.kind[edges].tolist()],
+            table.similarity[edges].tolist(),
+            strict=True,
+        )
+    )
     carried = [(k, v) for k, v in params.items() if k not in OWN_PARAMS and v != ""]
-    return Selection(threshold, qp, pair_filter, len(order), pairs, text_limited, carried)
+    return Selection(threshold, qp, pair_filter, len(order), pairs, facts, text_limited, carried)
 
 
 def filters_shown(qp: QueueParams) -> list[tuple[str, str]]:
@@ -134,8 +148,9 @@ def filters_shown(qp: QueueParams) -> list[tuple[str, str]]:
     return [(name, value) for name, value in filters if value]
 
 
-def sample_rows(pairs: list[tuple[int, int, int]]) -> list[dict]:
-    """Return the first pairs with their articles' titles (an untitled one by its text)."""
+def sample_rows(pairs: list[tuple[int, int, int]], facts: list[tuple[str, float]]) -> list[dict]:
+    """Return the first pairs with their articles' titles (an untitled one by its text), their
+    kind and similarity."""
     ids = {i for a, b, _seen in pairs for i in (a, b)}
     articles = Article.objects.only("id", "title").annotate(head=Substr("body", 1, 40))
     found = articles.in_bulk(ids)
@@ -144,7 +159,18 @@ def sample_rows(pairs: list[tuple[int, int, int]]) -> list[dict]:
         shown = found.get(i)
         return (shown.title or shown.head) if shown else ""
 
-    return [{"a": a, "b": b, "a_title": name(a), "b_title": name(b)} for a, b, _seen in pairs]
+    kinds = dict(MatchKind.choices)
+    return [
+        {
+            "a": a,
+            "b": b,
+            "a_title": name(a),
+            "b_title": name(b),
+            "kind": str(kinds[kind]),
+            "similarity": f"{similarity:.3f}",
+        }
+        for (a, b, _seen), (kind, similarity) in zip(pairs, facts, strict=True)
+    ]
 
 
 def selection_context(selection: Selection) -> dict:
@@ -155,7 +181,7 @@ def selection_context(selection: Selection) -> dict:
         "filters": filters_shown(selection.queue),
         "kinds": [("", _("any kind")), *MatchKind.choices],
         "count": len(selection.pairs),
-        "sample": sample_rows(selection.pairs[:SAMPLE]),
+        "sample": sample_rows(selection.pairs[:SAMPLE], selection.facts[:SAMPLE]),
         "sample_rest": max(len(selection.pairs) - SAMPLE, 0),
         "bulk_max": BULK_MAX,
     }

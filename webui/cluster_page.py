@@ -21,6 +21,7 @@ from dedup import selectors
 from dedup.models import Article, Decision, Fingerprint, MatchKind, Settings, Verdict
 from dedup.selectors import clusterings, original_latest
 from dedup.selectors.clusterings import KIND_NAMES, Member
+from webui import story_links
 from webui.review_params import Threshold
 
 MEMBERS_PER_PAGE = 150  # in breadth-first order from the original: the closest first
@@ -215,6 +216,7 @@ def cluster_context(
         "chosen": latest_original if latest_original and latest_original.a_id in ids else None,
         "seen_original": latest_original.id if latest_original else 0,
         "waiting": int(found.waiting[cluster]),
+        **story_links.cluster_links(found, cluster, threshold),
     }
 
 

@@ -149,7 +149,8 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         "text_searched": TEXT_SEARCHED,
         "bands": list(BANDS),
         "counts": queue_counts(found, counted, len(order)),
-        "waiting_pairs": int(found.waiting[order].sum()),
+        # What a bulk decision over these filters would select (bulk_page.selection_read).
+        "waiting_pairs": len(clusterings.waiting_pairs(found, order, within=qp.filter(hits))),
         **{
             f"{kind}_chart": similarity_chart(
                 clusterings.similarity_histogram(table, kind), getattr(threshold, kind)

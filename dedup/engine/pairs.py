@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup.engine.graph import components
+from dedup.engine.graph import story_clusters
 from dedup.engine.plan import MAX_TABLES, Plan, PlanError
 
 Progress = Callable[[int], None]  # called with how many tables are done, after each
@@ -170,8 +170,8 @@ class Cluster:
 
     original: int  # position
     members: np.ndarray  # positions, the original first, then in order
-    distance: np.ndarray  # each member's distance to the original (may exceed k: a chain)
-    linked_to: np.ndarray  # each member's earliest neighbour within k (-1 for the original)
+    distance: np.ndarray  # each member's distance to the original (at most k)
+    linked_to: np.ndarray  # the member it is reached from: the original (-1 for the original)
     linked_distance: np.ndarray  # distance to that neighbour
 
 
@@ -197,19 +197,22 @@ def shared_key_pairs(keys: list[np.ndarray], most: int) -> tuple[np.ndarray, boo
 
 
 def clusters(values: np.ndarray, found: Pairs, order: np.ndarray | None = None) -> list[Cluster]:
-    """Group pairs into connected components; star each around its earliest member.
+    """Group pairs into stories as the review dashboard does (`graph.story_clusters`): each
+    around its earliest member, every member a direct copy of it (no chain through members).
 
-    `order` ranks the positions in time (default: position itself). A member farther than k
-    from the original is in the cluster through a chain: its `linked_to` says through whom.
+    `order` ranks the positions in time (default: position itself). A position whose copies
+    all joined earlier originals is in no cluster (its pairs link stories).
     """
     values = np.asarray(values, dtype=np.uint64).reshape(-1)
     n = len(values)
-    rank = np.arange(n) if order is None else np.asarray(order)
-    label = components(n, found.a, found.b)
-    # Earliest neighbour of every position (by rank), from both ends of every pair.
-    ends = np.concatenate([found.a, found.b])
-    others = np.concatenate([found.b, found.a])
-    dists = np.concatenate([found.distance, found.distance])
+    rank = np.arange(n) if order is None else np.argsort(np.argsort(order, kind="stable"))
+    near = np.zeros(len(found.a), dtype=bool)
+    label = story_clusters(n, found.a, found.b, near, np.ones(len(found.a), np.float32), rank)
+    # Earliest neighbour in its own cluster of every position (by rank), from both ends.
+    inside = label[found.a] == label[found.b]
+    ends = np.concatenate([found.a[inside], found.b[inside]])
+    others = np.concatenate([found.b[inside], found.a[inside]])
+    dists = np.concatenate([found.distance[inside], found.distance[inside]])
     pick = np.lexsort((rank[others], ends))
     ends, others, dists = ends[pick], others[pick], dists[pick]
     first = np.ones(len(ends), dtype=bool)
@@ -221,7 +224,7 @@ def clusters(values: np.ndarray, found: Pairs, order: np.ndarray | None = None) 
 
     if not len(ends):
         return []
-    grouped = np.unique(ends)  # positions in some pair
+    grouped = np.unique(ends)  # positions in some cluster
     by_label = np.lexsort((rank[grouped], label[grouped]))
     grouped = grouped[by_label]
     cuts = np.flatnonzero(np.diff(label[grouped])) + 1

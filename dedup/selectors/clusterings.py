@@ -3,9 +3,11 @@
 Every match is held in numpy arrays (`MatchTable`, loaded and kept current by
 `dedup.selectors.matches`). What editors see is decided by kind
 and verified similarity alone (`Bars`): the fingerprint distance only found the candidates.
-Clusters are the connected components of the matches shown, found by vectorised label
-propagation with pointer jumping: a Python loop over 150,000 edges would cost most of the time
-budget.
+A cluster is one story (docs/design.md, "Clusters"): an original and its copies, grouped
+around the earliest by centre clustering (`dedup.engine.graph.story_clusters`) over the
+matches that join a story; every other match shown between two clusters is a link ("quotes",
+"quoted by"), never a merge. Vectorised: a Python loop over 150,000 edges would cost most of
+the time budget.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
-from dedup.engine.graph import components
+from dedup.engine.graph import story_clusters
 
 _lock = threading.Lock()  # the clusterings a table caches, shared by a process's threads
 
@@ -66,6 +69,15 @@ class MatchTable:
     pair_order: np.ndarray  # match index of each of pair_keys
     decisions_seen: int = 0  # the latest decision id read into the table
     _clusterings: OrderedDict = field(default_factory=OrderedDict, repr=False)
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        """Return each node's place in time: earliest dated first, ties by id (node order).
+        Computed once per table: node order and dates change only in a new table."""
+        order = np.lexsort((np.arange(len(self.dated)), self.dated))
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        return rank
 
     def node(self, article_id: int) -> int | None:
         """Return the node index of an article, or None when it has no match."""
@@ -126,37 +138,44 @@ class Clustering:
     size: np.ndarray  # cluster number -> members
     original: np.ndarray  # cluster number -> node of its original
     newest: np.ndarray  # cluster number -> latest dated of a member
-    waiting: np.ndarray  # cluster number -> shown matches without a decision
-    matches: np.ndarray  # cluster number -> shown matches
+    waiting: np.ndarray  # cluster number -> shown matches inside it without a decision
+    matches: np.ndarray  # cluster number -> shown matches inside it
     nodes: np.ndarray  # the nodes in some cluster
+    inside: np.ndarray  # mask over matches: shown, both articles in one cluster (the rest
+    # of the shown ones link two clusters, or a cluster and an article in none)
 
     @classmethod
     def build(cls, table: MatchTable, bars: Bars, *, rejected: bool = False) -> Clustering:
         n = len(table.article_id)
         shown = table.shown(bars, rejected=rejected)
         a, b = table.a[shown], table.b[shown]
-        roots = components(n, a, b)
-        in_cluster = np.zeros(n, bool)
-        in_cluster[a] = in_cluster[b] = True
-        # Number clusters 0..c-1 by their root, keep only nodes with a shown match.
-        root_ids, numbered = np.unique(roots[in_cluster], return_inverse=True)
+        partial, similarity = table.kind[shown] == PARTIAL, table.similarity[shown]
+        centre = story_clusters(n, a, b, partial, similarity, table.rank)
+        # A cluster is a centre with at least one member; number them 0..c-1 by centre.
+        in_cluster = np.bincount(centre, minlength=n)[centre] > 1
+        centres, numbered = np.unique(centre[in_cluster], return_inverse=True)
         label = np.full(n, -1, np.int64)
         label[in_cluster] = numbered
-        c = len(root_ids)
+        c = len(centres)
         size = np.bincount(numbered, minlength=c)
         members = np.flatnonzero(in_cluster)
-        # The original: the latest chosen one, else the earliest (dated, then id: node order).
-        order = np.lexsort((members, table.dated[members], -table.chosen[members]))
+        # The original: the latest chosen one, else the earliest (the centre).
+        order = np.lexsort((table.rank[members], -table.chosen[members]))
         ordered = members[order]
         _, firsts = np.unique(label[ordered], return_index=True)
         first = ordered[firsts]
         newest = np.zeros(c, np.int64)
         np.maximum.at(newest, label[members], table.dated[members])
-        edge_label = label[a]
-        undecided = table.decision[shown] == UNDECIDED
+        inner = (label[a] >= 0) & (label[a] == label[b])
+        inside = np.zeros(len(shown), bool)
+        inside[np.flatnonzero(shown)[inner]] = True
+        edge_label = label[a[inner]]
+        undecided = table.decision[shown][inner] == UNDECIDED
         waiting = np.bincount(edge_label[undecided], minlength=c)
         matches = np.bincount(edge_label, minlength=c)
-        return cls(table, bars, shown, label, size, first, newest, waiting, matches, members)
+        return cls(
+            table, bars, shown, label, size, first, newest, waiting, matches, members, inside
+        )
 
     def members(self, cluster: int) -> np.ndarray:
         """Return the node indexes of one cluster."""
@@ -164,8 +183,33 @@ class Clustering:
 
     def edges(self, cluster: int) -> np.ndarray:
         """Return the indexes of the shown matches inside one cluster."""
-        inside = self.shown & (self.label[self.table.a] == cluster)
-        return np.flatnonzero(inside)
+        return np.flatnonzero(self.inside & (self.label[self.table.a] == cluster))
+
+    def links(self, cluster: int) -> list[Link]:
+        """Return the shown matches between one cluster and articles outside it, each as the
+        cluster's article, the other one and which quotes which: the later one quotes."""
+        table = self.table
+        a, b = table.a, table.b
+        mine_a, mine_b = self.label[a] == cluster, self.label[b] == cluster
+        found = np.flatnonzero(self.shown & (mine_a != mine_b))
+        found = found[np.lexsort((found, -table.similarity[found]))]
+        here = np.where(mine_a[found], a[found], b[found])
+        other = np.where(mine_a[found], b[found], a[found])
+        quotes = table.rank[here] > table.rank[other]
+        rows = zip(found, here, other, self.label[other], quotes, strict=True)
+        return [Link(*(int(v) for v in row[:4]), bool(row[4])) for row in rows]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A shown match from a cluster's article to an article of another cluster (or of none):
+    the two share text without being one story."""
+
+    edge: int
+    here: int  # node in the cluster
+    other: int  # node outside it
+    other_cluster: int  # its cluster, -1 when it is in none
+    quotes: bool  # here is the later article: it quotes the other (else it is quoted by it)
 
 
 @dataclass(frozen=True)
@@ -254,17 +298,8 @@ def cluster_queue(clustering: Clustering, f: QueueFilter) -> np.ndarray:
     def any_member(mask: np.ndarray) -> np.ndarray:
         return np.bincount(label[nodes[mask]], minlength=c) > 0
 
-    if f.source:
-        code = table.sources.index(f.source) if f.source in table.sources else -1
-        keep &= any_member(table.source[nodes] == code)
-    if f.date_from is not None or f.date_to is not None:
-        dated = table.dated[nodes]
-        inside = np.ones(len(nodes), bool)
-        if f.date_from is not None:
-            inside &= dated >= f.date_from
-        if f.date_to is not None:
-            inside &= dated < f.date_to
-        keep &= any_member(inside)
+    for mask in node_masks(table, f):  # the source, the dates
+        keep &= any_member(mask[nodes])
     if f.band in BANDS:
         low, high = BANDS[f.band]
         chars = table.length[clustering.original]
@@ -279,20 +314,47 @@ def cluster_queue(clustering: Clustering, f: QueueFilter) -> np.ndarray:
 
 
 def waiting_pairs(
-    clustering: Clustering, clusters: np.ndarray, *, kind: str = "", low=0.0, high=1.0
+    clustering: Clustering,
+    clusters: np.ndarray,
+    *,
+    kind: str = "",
+    low=0.0,
+    high=1.0,
+    within: QueueFilter | None = None,
 ) -> np.ndarray:
     """Return the shown undecided matches inside some clusters, of one kind (any when empty)
-    and with a similarity from low to high (both included), the most similar first."""
+    and with a similarity from low to high (both included), the most similar first. With
+    `within`, only pairs inside its source and dates: one of the two articles of the source,
+    one dated inside the dates (a pair of two other sources' articles is not the filter's)."""
     table = clustering.table
     inside = np.zeros(len(clustering.size), bool)
     inside[clusters] = True
-    edges = np.flatnonzero(clustering.shown & (table.decision == UNDECIDED))
+    edges = np.flatnonzero(clustering.inside & (table.decision == UNDECIDED))
     edges = edges[inside[clustering.label[table.a[edges]]]]
     if kind:
         edges = edges[table.kind[edges] == KIND_CODES[kind]]
     similarity = table.similarity[edges]  # float32: the bounds too, so 0.8 takes 0.8
     edges = edges[(similarity >= np.float32(low)) & (similarity <= np.float32(high))]
+    if within is not None:
+        for mask in node_masks(table, within):
+            edges = edges[mask[table.a[edges]] | mask[table.b[edges]]]
     return edges[np.lexsort((edges, -table.similarity[edges]))]
+
+
+def node_masks(table: MatchTable, f: QueueFilter) -> list[np.ndarray]:
+    """Return a mask over nodes per filter on articles in force: the source, the dates."""
+    masks = []
+    if f.source:
+        code = table.sources.index(f.source) if f.source in table.sources else -1
+        masks.append(table.source == code)
+    if f.date_from is not None or f.date_to is not None:
+        inside = np.ones(len(table.dated), bool)
+        if f.date_from is not None:
+            inside &= table.dated >= f.date_from
+        if f.date_to is not None:
+            inside &= table.dated < f.date_to
+        masks.append(inside)
+    return masks
 
 
 def similarity_histogram(table: MatchTable, kind: str, bins: int = 10) -> list[int]:
@@ -303,8 +365,9 @@ def similarity_histogram(table: MatchTable, kind: str, bins: int = 10) -> list[i
 
 
 def cluster_groups(clustering: Clustering) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return shown match indexes grouped by cluster and each cluster's [start, end) in it."""
-    shown = np.flatnonzero(clustering.shown)
+    """Return the matches inside clusters grouped by cluster and each cluster's [start, end)
+    in it."""
+    shown = np.flatnonzero(clustering.inside)
     by = clustering.label[clustering.table.a[shown]]
     order = np.argsort(by, kind="stable")
     starts = np.searchsorted(by[order], np.arange(len(clustering.size) + 1))

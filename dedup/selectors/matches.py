@@ -219,13 +219,16 @@ def table_extend(table: MatchTable) -> tuple[MatchTable, int]:
     if len(fresh):
         table = _nodes_merge(table, Nodes.read(fresh))
     else:
-        table = dataclasses.replace(
+        kept = dataclasses.replace(
             table,
             decision=table.decision.copy(),
             decision_id=table.decision_id.copy(),
             chosen=table.chosen.copy(),
             _clusterings=OrderedDict(),
         )
+        if "rank" in vars(table):  # the same articles and dates: their order in time stands
+            vars(kept)["rank"] = table.rank
+        table = kept
     table = _matches_append(table, new)
     return decisions_apply(table, new_nodes=fresh, new_pairs=(new.a_ids, new.b_ids)), len(
         new.match_id

@@ -25,9 +25,10 @@ def add_command(commands, shared: list[Callable[[argparse.ArgumentParser], None]
             "Find what `duplicates` finds, on Spark: read JSON Lines or Parquet (id, text), "
             "fingerprint and compute features per partition, shuffle on the index's (table, "
             "key) and on passage keys, verify, and write DIR/pairs.jsonl (the fields "
-            "duplicates prints, the same pairs), DIR/clusters.jsonl (connected components of "
-            "the pairs), DIR/review.jsonl (the input rows of the articles in some pair, for "
-            "`manage.py import`), and Parquet beside them. With --archive, the input is a batch "
+            "duplicates prints, the same pairs), DIR/clusters.jsonl (the pairs' stories, "
+            "one cluster each, as `clusters` and the dashboard group them), DIR/review.jsonl "
+            "(the input rows of the articles in some pair, for `manage.py import`), and "
+            "Parquet beside them. With --archive, the input is a batch "
             "of new articles: only pairs with at least one of them are written. Runs the same "
             "under spark-submit (dedup/spark/job.py)."
         ),

@@ -13,8 +13,8 @@
    POPULAR_HOLDERS story holders before it (as Detector.candidates, dedup.engine.popular).
 5. Boilerplate: how many articles hold each passage key, over the whole collection.
 6. Verification per partition with the engine (Detector.judge_many) on packed features.
-7. Pairs, their connected components (dedup.spark.components) and the rows to review, written
-   as JSON Lines and Parquet.
+7. Pairs, their clusters of one story each (dedup.spark.stars, the rule of
+   dedup.engine.graph.story_clusters) and the rows to review, written as JSON Lines and Parquet.
 
     spark-submit [options] dedup/spark/job.py --input PATH --output DIR [--archive PATH]
 """

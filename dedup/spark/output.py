@@ -10,7 +10,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dedup.spark.components import components
+from dedup.spark.stars import stars
 
 
 def output_write(found: DataFrame, rows: DataFrame, output: str) -> int:
@@ -42,7 +42,7 @@ def output_write(found: DataFrame, rows: DataFrame, output: str) -> int:
     _lines(pairs.rdd.map(_pair_line), output, "pairs.jsonl")
     pairs.unpersist()
 
-    label = components(found.select("a", "b"))
+    label = stars(found)  # one story each, as the dashboard and `clusters` group them
     clusters = (
         label.join(ids, label.v == ids.pos)
         .groupBy("label")
@@ -59,7 +59,9 @@ def output_write(found: DataFrame, rows: DataFrame, output: str) -> int:
     count = _lines(clusters.rdd.map(_cluster_line), output, "clusters.jsonl")
     clusters.unpersist()
 
-    review = rows.join(label, rows.pos == label.v, "left_semi").orderBy("pos").select("raw")
+    # Every article in some pair, a link's too: the dashboard draws its own clusters.
+    paired = found.select(F.col("a").alias("v")).union(found.select(F.col("b").alias("v")))
+    review = rows.join(paired, rows.pos == paired.v, "left_semi").orderBy("pos").select("raw")
     _lines(review.rdd.map(lambda row: row.raw), output, "review.jsonl")
     return count
 

@@ -97,6 +97,10 @@ def test_editor_decides_a_filtered_queue_in_bulk(page, sign_in, big, shot):
     page.click("#bulk-filter button[type=submit]")
     wanted = Match.objects.filter(similarity__gte=0.78, a__source="新华社").count()
     expect(page.locator("#bulk-count")).to_have_text(str(wanted))
+    # Each sampled pair says its kind and similarity, the most similar first.
+    expect(page.locator(".bulk-sample .bulk-kind").first).to_have_text("近似副本")
+    top = Match.objects.filter(a__source="新华社").order_by("-similarity").first().similarity
+    expect(page.locator(".bulk-sample .bulk-similarity").first).to_have_text(f"{top:.3f}")
     shot(page, "44-bulk-confirm")
     page.click("#bulk-duplicate")
     expect(page.locator(".messages .msg.success")).to_contain_text(str(wanted))

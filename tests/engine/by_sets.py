@@ -19,3 +19,22 @@ def passages_by_sets(fa, fb, of_a, of_b, shared) -> list[tuple[int, int]]:
             best = min(row, key=lambda q: (-row[q], q))
             found.append((p, best) if a_small else (best, p))
     return sorted(found)
+
+
+def stars_by_a_loop(n: int, edges, rank) -> list[int]:
+    """Return each node's centre the plain way: nodes in rank order, an unclaimed one becomes
+    a centre and claims its unclaimed neighbours."""
+    neighbours: dict[int, set[int]] = {}
+    for a, b in edges:
+        if a != b:
+            neighbours.setdefault(a, set()).add(b)
+            neighbours.setdefault(b, set()).add(a)
+    centre = [-1] * n
+    for x in sorted(range(n), key=lambda i: rank[i]):
+        if centre[x] >= 0:
+            continue
+        centre[x] = x
+        for y in neighbours.get(x, ()):
+            if centre[y] < 0:
+                centre[y] = x
+    return centre

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from dedup.cli import main
+from dedup.engine.graph import CARRIES
 from dedup.spark import job
+from tests.engine.by_sets import stars_by_a_loop
 from tests.spark.corpus import rows, write
 
 ARCHIVED = 150  # rows of the corpus in the archive; the rest is the new batch
@@ -73,26 +75,22 @@ def test_spark_finds_every_repost_of_a_popular_story(both, corpus):
         assert len(story) == 36 and story <= {p[side] for p in pairs for side in ("a", "b")}
 
 
-def test_spark_clusters_are_the_connected_components_of_the_pairs(both, corpus):
+def test_spark_clusters_are_the_stories_of_the_pairs(both, corpus):
     expected, output, _ = both
-    order = {item["id"]: i for i, item in enumerate(corpus)}
-    parent = {}
-
-    def root(x):
-        while parent.setdefault(x, x) != x:
-            x = parent[x]
-        return x
-
-    for pair in expected:
-        parent[root(pair["b"])] = root(pair["a"])
+    ids = [item["id"] for item in corpus]
+    order = {x: i for i, x in enumerate(ids)}
+    joins = [
+        (order[p["a"]], order[p["b"]])
+        for p in expected
+        if p["kind"] != "partial" or p["similarity"] >= CARRIES
+    ]
+    centre = stars_by_a_loop(len(ids), joins, list(range(len(ids))))
     groups: dict = {}
-    for member in parent:
-        groups.setdefault(root(member), []).append(member)
-    components = sorted(
-        (sorted(g, key=order.get) for g in groups.values()), key=lambda g: order[g[0]]
-    )
+    for x in range(len(ids)):
+        groups.setdefault(centre[x], []).append(ids[x])
+    stories = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: order[g[0]])
     clusters = _lines(output / "clusters.jsonl")
-    assert [c["members"] for c in clusters] == components
+    assert [c["members"] for c in clusters] == stories
     assert all(
         c["original"] == c["members"][0] and c["size"] == len(c["members"]) for c in clusters
     )
@@ -113,7 +111,9 @@ def test_spark_writes_parquet_beside_the_json_lines(spark, both):
         (str(p["a"]), str(p["b"]), p["kind"]) for p in expected
     )
     clusters = spark.read.parquet(str(output / "clusters.parquet")).collect()
-    assert sum(r.size for r in clusters) == len(_lines(output / "review.jsonl"))
+    members = [m for r in clusters for m in r.members]
+    review = {str(row["id"]) for row in _lines(output / "review.jsonl")}
+    assert sum(r.size for r in clusters) == len(set(members)) and set(members) <= review
 
 
 def test_spark_archive_mode_finds_the_pairs_with_a_new_article(spark, corpus, tmp_path_factory):

@@ -31,8 +31,9 @@ def article(n: int, body: str = "", **kw):
 
 
 def big_cluster(members: int, pairs: int, source: str = "新华社") -> list[int]:
-    """Make one cluster: `members` articles, a binary tree of matches from the first and more
-    matches up to `pairs`, similarities with ties; return the article ids in order."""
+    """Make one cluster: `members` articles, each a copy of the first (a cluster is one
+    story: every member matches its original) and more matches among them up to `pairs`,
+    similarities with ties; return the article ids in order."""
     from dedup.models import Article, Match
 
     made = Article.objects.bulk_create(
@@ -46,7 +47,7 @@ def big_cluster(members: int, pairs: int, source: str = "新华社") -> list[int
         for i in range(members)
     )
     ids = [a.pk for a in made]
-    edges = [((i - 1) // 2, i) for i in range(1, members)]
+    edges = [(0, i) for i in range(1, members)]
     tree = set(edges)
     for i in range(members):
         for j in range(i + 3, members, 7):

@@ -31,7 +31,7 @@ def clusters():
         ("b12", b1, b2, "near", 0.95),
         ("b13", b1, b3, "exact", 1.0),
         ("c12", c1, c2, "near", 0.85),
-        ("c23", c2, c3, "near", 0.8),
+        ("c13", c1, c3, "near", 0.8),
     ):
         match = Match.objects.create(a=x, b=y, kind=kind, distance=2, similarity=similarity)
         made[name] = (match.a_id, match.b_id)
@@ -56,7 +56,7 @@ def test_exactly_the_filtered_pairs_are_decided_and_the_count_said_first(
     query = "source=新华社&kind=near&low=0.75&high=1"
     page = editor_client.get(f"{URL}?{query}")
     assert page.status_code == 200
-    assert page.context["count"] == 2  # a12 (0.9) and c23 (0.8); a23 is 0.7, a13 partial
+    assert page.context["count"] == 2  # a12 (0.9) and c13 (0.8); a23 is 0.7, a13 partial
     assert 'id="bulk-count">2<' in page.content.decode()
     assert not Decision.objects.exclude(verdict="duplicate").exists()
     before = latest()
@@ -68,14 +68,14 @@ def test_exactly_the_filtered_pairs_are_decided_and_the_count_said_first(
     assert response["Location"] == "/?source=%E6%96%B0%E5%8D%8E%E7%A4%BE"
     after = latest()
     changed = {pair for pair, verdict in after.items() if before.get(pair) != verdict}
-    assert changed == {clusters["a12"], clusters["c23"]}
+    assert changed == {clusters["a12"], clusters["c13"]}
     assert set(after.values()) == {"duplicate", "not_duplicate"}
     assert Decision.objects.filter(decided_by=editor).count() == 2
     # Each pair has its own decision: one is undone alone.
     a, b = clusters["a12"]
     seen = Decision.objects.get(a_id=a, b_id=b).id
     editor_client.post("/decisions/", {"pick": f"undone:{a}:{b}:{seen}"})
-    assert latest()[clusters["a12"]] == "undone" and latest()[clusters["c23"]] == "not_duplicate"
+    assert latest()[clusters["a12"]] == "undone" and latest()[clusters["c13"]] == "not_duplicate"
     # Undone, the pair waits again and is selected again.
     assert editor_client.get(f"{URL}?{query}").context["count"] == 1
 
@@ -154,3 +154,32 @@ def test_batches_record_every_pair_and_leave_the_stale_ones(editor, clusters, mo
     assert Decision.objects.filter(decided_by=editor).count() == 6
     with pytest.raises(services.DecisionInvalid):
         services.decisions_batched(pairs=pairs, verdict="undone", user=editor)
+
+
+def test_a_source_filter_decides_only_pairs_holding_its_articles(editor_client):
+    # A demo story (d1 original, d2 and d3 reposts) with a trial repost t1 of it; a trial
+    # story (t2, t3) sharing one sentence with d2 (a partial match under half of t2).
+    d1, d2, d3 = (article(n, source="demo") for n in (1, 2, 3))
+    t1 = article(4, source="trial")
+    t2, t3 = (article(n, source="trial") for n in (5, 6))
+    for x, y, kind, similarity in (
+        (d1, d2, "near", 0.9),
+        (d1, d3, "near", 0.85),
+        (d2, d3, "near", 0.8),
+        (d1, t1, "near", 0.7),
+        (d2, t2, "partial", 0.45),
+        (t2, t3, "exact", 1.0),
+    ):
+        Match.objects.create(a=x, b=y, kind=kind, distance=2, similarity=similarity)
+    page = editor_client.get(f"{URL}?source=trial")
+    assert page.context["count"] == 2  # t1 ~ d1 in the demo story, t2 ~ t3: no demo pair
+    sample = page.context["sample"]
+    assert [(p["a"], p["b"], p["kind"], p["similarity"]) for p in sample] == [
+        (t2.id, t3.id, "完全相同", "1.000"),
+        (d1.id, t1.id, "近似副本", "0.700"),
+    ]
+    html = page.content.decode()
+    assert 'class="bulk-kind">近似副本<' in html and 'class="bulk-similarity">0.700<' in html
+    assert editor_client.get("/?source=trial").context["waiting_pairs"] == 2
+    editor_client.post(URL, {"source": "trial", "expected": "2", "verdict": "duplicate"})
+    assert set(latest()) == {(d1.id, t1.id), (t2.id, t3.id)}

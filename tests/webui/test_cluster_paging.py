@@ -15,8 +15,9 @@ MEMBERS, PAIRS = 400, 1000
 
 @pytest.fixture
 def big():
-    """Return the ids of 400 articles in one cluster of 1,000 matches: a tree of 399 and 601
-    more, similarities with ties (the order must not depend on the database's)."""
+    """Return the ids of 400 articles in one cluster of 1,000 matches: 399 copies of the
+    first and 601 more matches among them, similarities with ties (the order must not
+    depend on the database's)."""
     return big_cluster(MEMBERS, PAIRS)
 
 

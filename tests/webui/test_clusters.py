@@ -1,4 +1,5 @@
-"""Clusters from stored matches: components, chains, rejected pairs, similarity bars, originals."""
+"""Clusters from stored matches: one story each (no chains), links between stories, rejected
+pairs, similarity bars, originals."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from dedup import selectors
+from dedup.engine.graph import CARRIES, components
 from dedup.selectors import clusterings
 from dedup.selectors.clusterings import (
     DUPLICATE,
@@ -17,7 +19,6 @@ from dedup.selectors.clusterings import (
     MatchTable,
     QueueFilter,
     cluster_queue,
-    components,
     member_paths,
 )
 
@@ -86,16 +87,74 @@ def test_components_match_a_plain_union_find_on_random_graphs():
             assert (labels[x] == labels[y]) == (find(x) == find(y))
 
 
-def test_chain_makes_one_cluster_and_paths_show_the_link():
+def test_a_chain_is_cut_at_the_copy_of_a_copy_which_stays_linked():
     t = table([(0, 1, "near", 2, 0.8), (1, 2, "near", 3, 0.7)])  # 0 ~ 1 ~ 2, 0 far from 2
     found = t.clustering(Bars())
-    assert groups(found) == [{10, 11, 12}]
+    assert groups(found) == [{10, 11}]
     members, _ = member_paths(found, 0)
-    assert [(m.article_id, m.hops, m.via) for m in members] == [
-        (10, 0, None),
-        (11, 1, 10),
-        (12, 2, 11),
+    assert [(m.article_id, m.hops, m.via) for m in members] == [(10, 0, None), (11, 1, 10)]
+    (link,) = found.links(0)
+    assert (link.here, link.other, link.other_cluster, link.quotes) == (1, 2, -1, False)
+
+
+def test_two_stories_sharing_one_sentence_are_two_clusters_linked_both_ways():
+    # Story A: 0 and its repost 1; story B: 2 and its repost 3. Article 2 holds one sentence
+    # of 0: a partial match carrying under half of the smaller article (2).
+    t = table(
+        [(0, 1, "near", 2, 0.9), (0, 2, "partial", 20, 0.42), (2, 3, "near", 1, 0.95)],
+        lengths=[900, 900, 240, 240],
+    )
+    found = t.clustering(Bars())
+    assert groups(found) == [{10, 11}, {12, 13}]
+    a, b = int(found.label[0]), int(found.label[2])
+    assert [(x.here, x.other, x.other_cluster, x.quotes) for x in found.links(a)] == [
+        (0, 2, b, False)  # quoted by story B
     ]
+    assert [(x.here, x.other, x.other_cluster, x.quotes) for x in found.links(b)] == [
+        (2, 0, a, True)  # quotes story A
+    ]
+    # The link is reviewed in neither: each cluster waits on its own pair.
+    assert found.waiting.tolist() == [1, 1] and found.matches.tolist() == [1, 1]
+    assert sorted(found.edges(a).tolist() + found.edges(b).tolist()) == [0, 2]
+
+
+def test_a_page_embedding_most_of_a_story_is_in_the_story():
+    # 0 is the story, 1 its repost, 2 a later page of twice its length holding nearly all of it.
+    t = table(
+        [(0, 1, "near", 1, 0.9), (0, 2, "partial", 25, 0.93), (1, 2, "partial", 26, 0.9)],
+        lengths=[500, 500, 1200],
+    )
+    found = t.clustering(Bars())
+    assert groups(found) == [{10, 11, 12}]
+    assert found.links(0) == []
+
+
+def test_clusters_are_pure_where_connected_components_chain_stories():
+    # Four stories of an original and copies (s * 10 + copy), chained by quotes: shared
+    # sentences (partial under half) and one near copy's copy pair across stories.
+    edges, story = [], {}
+    for s in range(4):
+        for c in range(1, 4):
+            edges.append((s * 10, s * 10 + c, "near", 2, 0.8))
+        for node in range(s * 10, s * 10 + 4):
+            story[node] = s
+    edges += [(1, 12, "partial", 20, 0.45), (13, 21, "partial", 20, 0.41)]
+    edges += [(23, 32, "partial", 20, 0.3), (3, 33, "partial", 30, 0.49)]
+    t = table(edges, n=34)
+    found = t.clustering(Bars())
+
+    def purity(labels):
+        clustered = [x for x in story if labels[x] >= 0]
+        majority = 0
+        for c in set(labels[clustered].tolist()):
+            inside = [story[x] for x in clustered if labels[x] == c]
+            majority += max(inside.count(s) for s in set(inside))
+        return majority / len(clustered)
+
+    assert purity(found.label) == 1.0 and len(found.size) == 4
+    assert found.size.tolist() == [4, 4, 4, 4]
+    shown = t.shown(Bars())
+    assert purity(components(34, t.a[shown], t.b[shown])) < 0.5  # the old clusters: one
 
 
 def test_higher_bar_splits_a_chain():
@@ -103,7 +162,7 @@ def test_higher_bar_splits_a_chain():
     assert groups(t.clustering(Bars(near=0.75))) == [{10, 11}]
 
 
-def test_clusters_only_merge_as_the_bars_come_down():
+def test_every_member_is_a_direct_copy_of_its_original_at_any_bars():
     rng = np.random.default_rng(3)
     edges = [
         (int(x), int(y), kind, int(d), float(s))
@@ -116,15 +175,18 @@ def test_clusters_only_merge_as_the_bars_come_down():
             strict=True,
         )
     ]
-    t = table(edges, n=120)
-    previous = None
+    t = table(edges, n=120, dated=rng.integers(0, 50, 120).tolist())
     for bar in (1.0, 0.8, 0.6, 0.4, 0.2, 0.0):
-        labels = t.clustering(Bars(near=bar, partial=min(1.0, bar + 0.1))).label
-        if previous is not None:
-            together = previous[:, None] == previous[None, :]
-            same = labels[:, None] == labels[None, :]
-            assert np.all(same[together & (previous[:, None] >= 0)])
-        previous = labels
+        found = t.clustering(Bars(near=bar, partial=min(1.0, bar + 0.1)))
+        shown = found.shown
+        joins = shown & ((t.kind != clusterings.PARTIAL) | (t.similarity >= CARRIES))
+        for c in range(len(found.size)):
+            centre = int(found.original[c])
+            assert t.rank[centre] == t.rank[found.members(c)].min()  # the earliest
+            for m in found.members(c).tolist():
+                if m != centre:
+                    lo, hi = min(m, centre), max(m, centre)
+                    assert np.any(joins & (t.a == lo) & (t.b == hi))
 
 
 def test_rejected_pair_is_never_shown_again():
@@ -180,7 +242,7 @@ def test_original_is_the_earliest_unless_an_editor_chose_one():
 
 
 def test_queue_shows_waiting_clusters_largest_first():
-    edges = [(0, 1, "near", 1, 0.9), (2, 3, "near", 1, 0.9), (3, 4, "near", 1, 0.9)]
+    edges = [(0, 1, "near", 1, 0.9), (2, 3, "near", 1, 0.9), (2, 4, "near", 1, 0.9)]
     t = table(edges, decisions=[DUPLICATE, UNDECIDED, UNDECIDED])
     found = t.clustering(Bars())
     waiting = cluster_queue(found, QueueFilter())
@@ -247,5 +309,12 @@ def test_table_load_reads_matches_decisions_and_articles(django_user_model):
     again = selectors.match_table()
     assert again is not t and again.decision.tolist() == [REJECTED, DUPLICATE]
     assert t.decision.tolist() == [REJECTED, UNDECIDED]  # a copy: clusterings stay consistent
+    assert vars(again)["rank"] is t.rank  # no new article: their order in time is kept
     Match.objects.create(a_id=ids[2], b_id=ids[3], kind="exact", distance=0, similarity=1.0)
-    assert len(selectors.match_table().article_id) == 4
+    four = selectors.match_table()
+    assert len(four.article_id) == 4 and four.rank.tolist() == [0, 1, 2, 3]
+
+
+def test_rank_orders_nodes_by_date_then_id():
+    t = table([(0, 1, "near", 1, 0.9), (1, 2, "near", 1, 0.9)], dated=[50, 20, 20])
+    assert t.rank.tolist() == [2, 0, 1]

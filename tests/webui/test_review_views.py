@@ -18,10 +18,10 @@ XSS = "<script>alert(1)</script>"
 
 @pytest.fixture
 def chain():
-    """Three articles: a ~ b (distance 2), b ~ c (distance 3); a and c far apart."""
+    """One story of three articles: a and its copies b (distance 2) and c (distance 3)."""
     a, b, c = article(1), article(2), article(3, body=f"正文 {XSS} 今天北京的天气很好")
     Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.81)
-    Match.objects.create(a=b, b=c, kind="near", distance=3, similarity=0.62)
+    Match.objects.create(a=a, b=c, kind="near", distance=3, similarity=0.62)
     return a, b, c
 
 
@@ -53,7 +53,7 @@ def test_admin_reviews_too(django_user_model, chain):
     assert client.get("/").status_code == 200
 
 
-def test_queue_lists_the_chain_as_one_cluster_with_counts(editor_client, chain):
+def test_queue_lists_the_story_as_one_cluster_with_counts(editor_client, chain):
     response = editor_client.get("/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -65,15 +65,15 @@ def test_queue_lists_the_chain_as_one_cluster_with_counts(editor_client, chain):
 
 
 def test_queue_shows_a_verified_copy_whatever_its_fingerprint_distance(editor_client, chain):
-    a, b, _c = chain
+    a, _b, _c = chain
     Match.objects.create(a=a, b=article(4), kind="near", distance=12, similarity=0.83)
-    Match.objects.create(a=b, b=article(5), kind="partial", distance=None, similarity=0.5)
+    Match.objects.create(a=a, b=article(5), kind="partial", distance=None, similarity=0.5)
     response = editor_client.get("/queue/results/?status=all")
     assert response.context["counts"]["matches"] == Match.objects.count() == 4
     assert response.context["counts"]["articles"] == 5
 
 
-def test_higher_near_bar_splits_the_chain(editor_client, chain):
+def test_higher_near_bar_leaves_the_weaker_copy_out(editor_client, chain):
     response = editor_client.get("/queue/results/?near=0.7&status=all")
     assert response.context["counts"]["clusters"] == 1
     assert response.context["counts"]["articles"] == 2
@@ -163,9 +163,9 @@ def test_cluster_page_shows_members_paths_and_distances(editor_client, chain):
     assert response.context["members"] is not None
     rows = response.context["rows"]
     assert [r["member"].article_id for r in rows] == [a.id, b.id, c.id]
-    assert [r["member"].via for r in rows] == [None, a.id, b.id]
+    assert [r["member"].via for r in rows] == [None, a.id, a.id]
     assert rows[1]["distance"] == 2 and rows[1]["similarity"] == "0.810"
-    assert rows[2]["similarity"] == ""  # not matched with the original directly
+    assert rows[2]["distance"] == 3 and rows[2]["similarity"] == "0.620"
     html = response.content.decode()
     assert 'name="pair"' in html and 'data-act="d"' in html
     assert XSS not in html
@@ -173,7 +173,7 @@ def test_cluster_page_shows_members_paths_and_distances(editor_client, chain):
 
 def test_cluster_page_reaches_a_far_fingerprint_copy_directly(editor_client, chain):
     a, _b, c = chain
-    Match.objects.create(a=a, b=c, kind="near", distance=9, similarity=0.9)
+    Match.objects.filter(a=a, b=c).update(distance=9, similarity=0.9)
     rows = editor_client.get(f"/clusters/{a.id}/").context["rows"]
     far = next(r for r in rows if r["member"].article_id == c.id)
     assert (far["member"].via, far["member"].hops, far["steps"]) == (a.id, 1, "")
@@ -259,9 +259,9 @@ def test_rejected_pair_stays_in_place_on_the_cluster_page_but_leaves_the_queue(
     rejected = next(r for r in rows if r["member"].article_id == b.id)
     assert rejected["edge"]["decision"].verdict == "not_duplicate"
     assert 'class=" decided"' in response.content.decode()
-    # The queue no longer joins them: b and c are apart from a.
-    assert editor_client.get("/").context["counts"]["articles"] == 4
-    assert editor_client.get("/queue/results/?status=all").context["counts"]["clusters"] == 2
+    # The queue no longer joins them: b, a copy of nothing else, is in no cluster.
+    assert editor_client.get("/").context["counts"]["articles"] == 3
+    assert editor_client.get("/queue/results/?status=all").context["counts"]["clusters"] == 1
 
 
 def test_undo_takes_a_decision_back_and_keeps_the_history(editor_client, chain):
@@ -289,18 +289,18 @@ def test_undo_takes_a_decision_back_and_keeps_the_history(editor_client, chain):
 
 def test_the_last_pair_decided_says_none_is_left(editor_client, chain):
     a, b, c = chain
-    for x, y in ((a, b), (b, c)):
+    for x, y in ((a, b), (a, c)):
         editor_client.post("/decisions/", {"pick": f"duplicate:{x.id}:{y.id}:0"})
-    html = editor_client.get(f"/compare/{b.id}/{c.id}/").content.decode()
+    html = editor_client.get(f"/compare/{a.id}/{c.id}/").content.decode()
     assert 'id="next-pair-none"' in html and "这个簇里已没有未审核的对" in html
 
 
 def test_deciding_side_by_side_goes_on_to_the_next_undecided_pair(editor_client, chain):
     a, b, c = chain
     page = editor_client.get(f"/compare/{a.id}/{b.id}/")
-    assert page.context["next_url"] == f"/compare/{b.id}/{c.id}/?near=0&partial=0"
+    assert page.context["next_url"] == f"/compare/{a.id}/{c.id}/?near=0&partial=0"
     html = page.content.decode()
-    assert f'name="next" value="/compare/{b.id}/{c.id}/?near=0&amp;partial=0"' in html
+    assert f'name="next" value="/compare/{a.id}/{c.id}/?near=0&amp;partial=0"' in html
     response = editor_client.post(
         "/decisions/",
         {
@@ -310,10 +310,10 @@ def test_deciding_side_by_side_goes_on_to_the_next_undecided_pair(editor_client,
         },
     )
     assert response["Location"] == page.context["next_url"]
-    last = editor_client.get(f"/compare/{b.id}/{c.id}/")
+    last = editor_client.get(f"/compare/{a.id}/{c.id}/")
     assert "next_url" not in last.context  # a ~ b is decided: none is left
     html = last.content.decode()
-    # b ~ c waits: it is the last undecided pair, not "none left" beside "waiting".
+    # a ~ c waits: it is the last undecided pair, not "none left" beside "waiting".
     assert 'id="next-pair-none"' in html and "这是最后一对" in html
     # Undo stays on the pair it undid.
     seen = Decision.objects.get().id
@@ -341,7 +341,7 @@ def test_whole_cluster_decided_at_once_including_pairs_not_on_screen(
     )
     assert response.redirect_chain[-1][0] == f"/clusters/{a.id}/"
     latest = {(d.a_id, d.b_id): d.verdict for d in Decision.objects.order_by("id")}
-    assert latest == {(a.id, b.id): "not_duplicate", (b.id, c.id): "duplicate"}
+    assert latest == {(a.id, b.id): "not_duplicate", (a.id, c.id): "duplicate"}
     again = editor_client.post("/decisions/cluster/", {"cluster": a.id, "verdict": "duplicate"})
     assert again.status_code == 302 and Decision.objects.count() == 2  # nothing waits
     bad = editor_client.post("/decisions/cluster/", {"cluster": "x", "verdict": "duplicate"})
@@ -494,14 +494,14 @@ def test_exports_name_articles_as_editors_know_them(editor_client, editor, chain
 
 
 def test_decision_on_two_articles_that_never_matched_is_refused(editor_client, chain):
-    a, _b, c = chain  # a and c are in one cluster, through b, but never matched each other
+    _a, b, c = chain  # b and c are in one cluster, copies of a, but never matched each other
     response = editor_client.post(
-        "/decisions/", {"pick": f"duplicate:{a.id}:{c.id}:0"}, follow=True
+        "/decisions/", {"pick": f"duplicate:{b.id}:{c.id}:0"}, follow=True
     )
     assert "从未匹配" in response.content.decode() or "never matched" in response.content.decode()
     response = editor_client.post(
         "/decisions/bulk/",
-        {"verdict": "not_duplicate", "pair": [f"{a.id}:{c.id}:0", f"{c.id}:{article(9).id}:0"]},
+        {"verdict": "not_duplicate", "pair": [f"{b.id}:{c.id}:0", f"{c.id}:{article(9).id}:0"]},
         follow=True,
     )
     assert not Decision.objects.exists()
@@ -597,3 +597,51 @@ def test_two_editors_deciding_at_once_one_is_refused(django_user_model):
         t.join()
     assert sorted(outcomes) == ["conflict", "ok"]
     assert Decision.objects.count() == 1
+
+
+def test_two_stories_sharing_a_sentence_are_two_clusters_linked_on_both_pages(editor_client):
+    # Story A: a and its repost; story B (later): b and its repost. b quotes one sentence of
+    # a: a partial match carrying under half of b.
+    a, a2 = article(1), article(2)
+    b, b2 = article(3), article(4)
+    Match.objects.create(a=a, b=a2, kind="near", distance=1, similarity=0.9)
+    Match.objects.create(a=b, b=b2, kind="near", distance=1, similarity=0.9)
+    Match.objects.create(a=a, b=b, kind="partial", distance=20, similarity=0.42)
+    counts = editor_client.get("/?status=all").context["counts"]
+    assert (counts["clusters"], counts["articles"], counts["matches"]) == (2, 4, 2)
+    page = editor_client.get(f"/clusters/{a.id}/")
+    assert [r["member"].article_id for r in page.context["rows"]] == [a.id, a2.id]
+    (link,) = page.context["links"]
+    assert (link["here"], link["other"], link["quotes"]) == (a.id, b.id, False)
+    assert link["target"] == f"/clusters/{b.id}/?near=0&partial=0"
+    html = page.content.decode()
+    assert "被引用于" in html and f'href="/clusters/{b.id}/?near=0&amp;partial=0"' in html
+    page = editor_client.get(f"/clusters/{b2.id}/")
+    (link,) = page.context["links"]
+    assert (link["here"], link["other"], link["quotes"]) == (b.id, a.id, True)
+    assert "引用了" in page.content.decode()
+    # Next pair stays in the story: a ~ b is no pair of either cluster.
+    assert "next_url" not in editor_client.get(f"/compare/{b.id}/{b2.id}/").context
+    # The article page says which match is the story and which a link.
+    rows = editor_client.get(f"/articles/{b.id}/").context["matches"]
+    relations = {r["other"].id: (r["story"]["relation"], r["story"]["link"]) for r in rows}
+    assert relations == {b2.id: ("同一报道", False), a.id: ("引用了", True)}
+
+
+def test_a_copy_of_a_copy_is_linked_not_chained(editor_client):
+    a, b, c = article(1), article(2), article(3)
+    Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.81)
+    Match.objects.create(a=b, b=c, kind="near", distance=3, similarity=0.62)
+    page = editor_client.get(f"/clusters/{a.id}/")
+    assert [r["member"].article_id for r in page.context["rows"]] == [a.id, b.id]
+    assert [(x["here"], x["other"], x["quotes"]) for x in page.context["links"]] == [
+        (b.id, c.id, False)
+    ]
+    assert page.context["links"][0]["target"] == f"/articles/{c.id}/"  # c is in no cluster
+    alone = editor_client.get(f"/clusters/{c.id}/")
+    assert alone.context["members"] is None
+    assert f'<a href="/articles/{c.id}/">它的页面</a>列出了与它关联的报道' in alone.content.decode()
+    rows = editor_client.get(f"/articles/{c.id}/").context["matches"]
+    assert [(r["story"]["relation"], r["story"]["url"]) for r in rows] == [
+        ("引用了", f"/clusters/{a.id}/?near=0&partial=0")
+    ]

@@ -57,7 +57,15 @@ class SettingsAdmin(admin.ModelAdmin):
                     "near_short",
                     "partial",
                     "partial_min_chars",
-                ]
+                ],
+                "description": _(
+                    "Near and partial bars apply at the next request to the matches shown "
+                    "(queue, API, exports); raising one and lowering it back gives back the "
+                    "same matches. A bar lowered under the one matches were verified at finds "
+                    "more only in articles processed from now on: run manage.py rebuild to "
+                    "judge the older ones again. Changing the largest distance indexed starts "
+                    "a rebuild."
+                ),
             },
         ),
         (_("fingerprints"), {"fields": ["top_n", "tokenizer", "stop_words"]}),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 from django.db.models import Q
 from django.db.models.functions import Left
 
 from dedup.engine.hamming import to_unsigned
 from dedup.models import URL_KEY, Article, Decision, Fingerprint, Match, MatchKind, Verdict
 from dedup.selectors.clusterings import Bars
+from dedup.selectors.floors import Floor
 from dedup.selectors.settings import settings_current
 
 
@@ -68,8 +70,9 @@ def article_matches(
     *, article_id: int, bars: Bars | None = None, k: int | None = None
 ) -> list[Match]:
     """Return the matches of an article the review queue shows at these bars, most similar
-    first: MatchTable.shown in SQL (exact copies, near and partial ones at their bar, no pair
-    an editor rejected). k keeps those within a fingerprint distance: a diagnostic only."""
+    first: MatchTable.shown (exact copies, near and partial ones at their bar and at the
+    settings' bar now, no pair an editor rejected). k keeps those within a fingerprint
+    distance: a diagnostic only."""
     near, partial = (bars or Bars()).key()
     shown = (
         Q(kind=MatchKind.EXACT)
@@ -81,7 +84,23 @@ def article_matches(
         matches = matches.filter(distance__lte=k)
     rejected = rejected_partners(article_id)
     found = matches.select_related("a", "b").order_by("-similarity", "distance", "id")
-    return [m for m in found if (m.b_id if m.a_id == article_id else m.a_id) not in rejected]
+    floor = Floor.of(settings_current())
+    return [
+        m
+        for m in found
+        if (m.b_id if m.a_id == article_id else m.a_id) not in rejected and _floor_met(m, floor)
+    ]
+
+
+def _floor_met(match: Match, floor: Floor) -> bool:
+    """Tell whether a match meets the settings' bar for its kind now (as MatchTable.shown)."""
+    if match.kind == MatchKind.NEAR:
+        bar = floor.near_bar(min(match.a.length, match.b.length))
+    elif match.kind == MatchKind.PARTIAL:
+        bar = floor.partial_bar(match.shared_chars)
+    else:
+        return True
+    return bool(np.float32(match.similarity) >= np.float32(bar))
 
 
 def rejected_partners(article_id: int) -> set[int]:

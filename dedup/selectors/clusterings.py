@@ -20,6 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from dedup.engine.graph import story_clusters
+from dedup.selectors.floors import Floor
 
 _lock = threading.Lock()  # the clusterings a table caches, shared by a process's threads
 
@@ -34,10 +35,9 @@ EXACT, NEAR, PARTIAL = KIND_CODES["exact"], KIND_CODES["near"], KIND_CODES["part
 class Bars:
     """The least similarity of the matches shown, per kind; 0 shows every verified match.
 
-    Every stored near or partial match passed its verification bar (Settings.near, or
-    near_short for short texts, and Settings.partial) when it was found, so the defaults show
-    them all; a bar raises the cut above verification, never lowers it. Exact copies are
-    always shown."""
+    A stored near or partial match shows only while it meets the settings' bar for its kind
+    now (the table's `Floor`: Settings.near, or near_short for short texts, Settings.partial);
+    a bar here raises the cut above that, never lowers it. Exact copies are always shown."""
 
     near: float = 0.0  # Jaccard similarity of a near copy
     partial: float = 0.0  # share of the smaller article found in the other
@@ -68,6 +68,9 @@ class MatchTable:
     pair_keys: np.ndarray  # node a * 2**32 + node b of every match (pair_key), sorted
     pair_order: np.ndarray  # match index of each of pair_keys
     decisions_seen: int = 0  # the latest decision id read into the table
+    shared_chars: np.ndarray | None = None  # per match (int32); None: none known (all 0)
+    # The settings' bars the table is served under (selectors.matches keeps them current).
+    floor: Floor = field(default_factory=Floor)
     _clusterings: OrderedDict = field(default_factory=OrderedDict, repr=False)
 
     @cached_property
@@ -95,8 +98,14 @@ class MatchTable:
         """Return the mask of matches shown at these bars; pairs an editor rejected only
         with `rejected` (a cluster's page keeps them in place, marked)."""
         near, partial = bars.key()
-        keep = np.where(self.kind == NEAR, self.similarity >= near, self.kind == EXACT)
-        keep |= (self.kind == PARTIAL) & (self.similarity >= partial)
+        sim, floor = self.similarity, self.floor
+        chars = self.shared_chars if self.shared_chars is not None else np.zeros(len(sim))
+        shorter = np.minimum(self.length[self.a], self.length[self.b])
+        # float32 bars, as the similarities: a match verified at the bar stays at it
+        near_ok = (sim >= near) & (sim >= floor.near_bar(shorter).astype(np.float32))
+        partial_ok = (sim >= partial) & (sim >= floor.partial_bar(chars).astype(np.float32))
+        keep = np.where(self.kind == NEAR, near_ok, self.kind == EXACT)
+        keep |= (self.kind == PARTIAL) & partial_ok
         return keep if rejected else keep & (self.decision != REJECTED)
 
     def title_search(self, q: str) -> np.ndarray:
@@ -358,8 +367,9 @@ def node_masks(table: MatchTable, f: QueueFilter) -> list[np.ndarray]:
 
 
 def similarity_histogram(table: MatchTable, kind: str, bins: int = 10) -> list[int]:
-    """Return how many matches of a kind (not rejected) fall in each tenth of similarity."""
-    sim = table.similarity[(table.kind == KIND_CODES[kind]) & (table.decision != REJECTED)]
+    """Return how many matches of a kind (shown, not rejected) fall in each tenth of similarity."""
+    shown = table.shown(Bars())  # at the settings' bars, without rejected pairs
+    sim = table.similarity[(table.kind == KIND_CODES[kind]) & shown]
     where = np.clip((sim * bins).astype(np.int64), 0, bins - 1)
     return np.bincount(where, minlength=bins).tolist()
 

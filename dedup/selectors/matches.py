@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
+from dedup.models import Settings
 from dedup.selectors.clusterings import (
     DUPLICATE,
     REJECTED,
@@ -23,6 +24,8 @@ from dedup.selectors.clusterings import (
     MatchTable,
     pair_key,
 )
+from dedup.selectors.floors import SQL as FLOOR_SQL
+from dedup.selectors.floors import Floor
 
 VERDICT_CODES = {"duplicate": DUPLICATE, "not_duplicate": REJECTED}
 # Fewer new articles than this are read by id; more by one range scan of their ids.
@@ -33,6 +36,12 @@ READ_BY_ID = 1000
 class TableVersion:
     version: int  # moves at every write of matches or decisions
     reset: int  # moves at every write that is not an addition
+
+
+def floor_current() -> Floor:
+    """Return the settings' bars now (one query): a change shows at the next request."""
+    rows = rows_read(FLOOR_SQL)
+    return Floor(*rows[0]) if rows else Floor.of(Settings())  # the row's defaults
 
 
 def table_version() -> TableVersion:
@@ -51,22 +60,29 @@ class MatchCache:
         self.rows_read = 0
 
     def table(self) -> MatchTable:
-        """Return the table, brought to the database's version first when it moved."""
-        version = table_version()
+        """Return the table, brought to the database's version first when it moved, and
+        under the settings' bars now (a table with other bars is copied, its clusterings
+        left behind: they showed what the old bars did)."""
+        version, floor = table_version(), floor_current()
         cached = self._cached
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        with self._lock:  # one thread reads, the others wait for its table
-            cached = self._cached
-            if cached is not None and cached[0] == version:
-                return cached[1]
-            if cached is not None and cached[0].reset == version.reset:
-                table, read = table_extend(cached[1])
-            else:
-                table, read = table_load()
-            self.rows_read += read
-            self._cached = (version, table)
-            return table
+        if cached is None or cached[0] != version:
+            with self._lock:  # one thread reads, the others wait for its table
+                cached = self._cached
+                if cached is None or cached[0] != version:
+                    if cached is not None and cached[0].reset == version.reset:
+                        table, read = table_extend(cached[1])
+                    else:
+                        table, read = table_load()
+                    self.rows_read += read
+                    cached = self._cached = (version, table)
+        table = cached[1]
+        if table.floor != floor:
+            with self._lock:
+                table = self._cached[1] if self._cached[0] == version else table
+                if table.floor != floor:
+                    table = _floor_set(table, floor)
+                    self._cached = (version, table)
+        return table
 
     def forget(self) -> None:
         """Drop the table: the next request reads everything."""
@@ -95,6 +111,14 @@ def table_forget() -> None:
     _cache.forget()
 
 
+def _floor_set(table: MatchTable, floor: Floor) -> MatchTable:
+    """Return the table under other settings' bars: the same arrays, no clusterings."""
+    kept = dataclasses.replace(table, floor=floor, _clusterings=OrderedDict())
+    if "rank" in vars(table):
+        vars(kept)["rank"] = table.rank
+    return kept
+
+
 def rows_read(sql: str, params=()) -> list[tuple]:
     """Return the rows of one query."""
     with connection.cursor() as cursor:
@@ -116,6 +140,7 @@ class NewMatches:
     kind: np.ndarray
     distance: np.ndarray
     similarity: np.ndarray
+    shared_chars: np.ndarray
 
     @classmethod
     def read(cls, *, after: int) -> NewMatches:
@@ -123,7 +148,8 @@ class NewMatches:
         rows = rows_read(
             "SELECT id, a_id, b_id,"
             " CASE kind WHEN 'exact' THEN 0 WHEN 'partial' THEN 2 ELSE 1 END,"
-            " COALESCE(distance, -1), similarity FROM dedup_match WHERE id > %s ORDER BY id",
+            " COALESCE(distance, -1), similarity, shared_chars FROM dedup_match"
+            " WHERE id > %s ORDER BY id",
             [after],
         )
         ids = (_column(rows, i, np.int64) for i in range(3))
@@ -132,6 +158,7 @@ class NewMatches:
             kind=_column(rows, 3, np.int8),
             distance=_column(rows, 4, np.int16),
             similarity=_column(rows, 5, np.float32),
+            shared_chars=_column(rows, 6, np.int32),
         )
 
 
@@ -204,6 +231,7 @@ def table_load() -> tuple[MatchTable, int]:
         chosen=np.zeros(len(article_id), np.int64),
         pair_keys=empty,
         pair_order=empty,
+        shared_chars=np.zeros(0, np.int32),
     )
     table = _matches_append(table, new)
     return decisions_apply(table, new_nodes=empty, new_pairs=(empty, empty)), len(new.match_id)
@@ -271,7 +299,7 @@ def _nodes_merge(table: MatchTable, nodes: Nodes) -> MatchTable:
 
 def _matches_append(table: MatchTable, new: NewMatches) -> MatchTable:
     """Return the table with new matches after its own (their articles are nodes already)."""
-    m = len(new.match_id)
+    m, m0 = len(new.match_id), len(table.match_id)
     table.a = np.concatenate([table.a, np.searchsorted(table.article_id, new.a_ids)]).astype(
         np.int32
     )
@@ -281,6 +309,8 @@ def _matches_append(table: MatchTable, new: NewMatches) -> MatchTable:
     table.kind = np.concatenate([table.kind, new.kind])
     table.distance = np.concatenate([table.distance, new.distance])
     table.similarity = np.concatenate([table.similarity, new.similarity])
+    known = table.shared_chars if table.shared_chars is not None else np.zeros(m0, np.int32)
+    table.shared_chars = np.concatenate([known, new.shared_chars])
     table.decision = np.concatenate([table.decision, np.zeros(m, np.int8)])
     table.decision_id = np.concatenate([table.decision_id, np.zeros(m, np.int64)])
     table.match_id = np.concatenate([table.match_id, new.match_id])

@@ -78,7 +78,9 @@ class MatchCache:
         table = cached[1]
         if table.floor != floor:
             with self._lock:
-                table = self._cached[1] if self._cached[0] == version else table
+                current = self._cached  # another thread may have set the bars already
+                if current is not None and current[0] == version:
+                    table = current[1]
                 if table.floor != floor:
                     table = _floor_set(table, floor)
                     self._cached = (version, table)

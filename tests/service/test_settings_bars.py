@@ -126,3 +126,14 @@ def test_the_editors_bar_only_raises_the_settings_bar(editor_client, stored):
     assert counts["matches"] == 3
     counts = editor_client.get("/queue/results/?status=all&near=0.96").context["counts"]
     assert counts["matches"] == 2  # the slider raises it further: the partial copies stay
+
+
+def test_a_change_saved_by_another_process_shows_at_the_next_request(editor_client, stored):
+    from dedup.models import Settings
+
+    assert editor_client.get("/queue/results/?status=all").context["counts"]["matches"] == 5
+    # another process's save: no hook runs here, the row alone moves
+    Settings.objects.filter(pk=1).update(near=0.9)
+    assert editor_client.get("/queue/results/?status=all").context["counts"]["matches"] == 4
+    Settings.objects.filter(pk=1).update(near=0.4)
+    assert editor_client.get("/queue/results/?status=all").context["counts"]["matches"] == 5

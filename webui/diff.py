@@ -99,7 +99,8 @@ def _side(text: str, config: Config, aside: Sequence[Aside] = ()) -> _Side:
             token = _AsideToken(text[start:end])
             token.owners = owners
             tokens.append(token)
-            keys.append(f"\0{start}")  # equal to no token of the other text
+            # Equal to no word of the other text; to the same stretch set aside there.
+            keys.append("\0" + "".join(folded[start:end].split()))
             at = end
     sentences, ended = [0], False
     for n, (key, token) in enumerate(zip(keys, tokens, strict=True)):

@@ -4,10 +4,9 @@ boilerplate (passages many articles hold: footers, menus, disclaimers) folded an
 never counted as evidence nor highlighted as a difference.
 
 Boilerplate is learned per article (dedup.index.boilerplate): in a page whose own text few
-articles hold, a story held by a dozen copies is boilerplate too. So, as verification does, a
-pair sets aside what both hold as boilerplate, and what one holds as boilerplate and the other
-lacks (its wrapper); a passage one holds as boilerplate and the other as its own text is
-evidence, shown and compared.
+articles hold, a story held by a dozen copies is boilerplate too. The page asks more of it: a
+passage is template text here only when enough articles unrelated to the two (and to one
+another) hold it; then it is folded on both sides, labelled with that count.
 """
 
 from __future__ import annotations
@@ -16,11 +15,14 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
+from dedup.engine.boilerplate import BOILERPLATE_OWNERS
 from dedup.engine.spans import passage_spans
 from dedup.engine.text import strip_html
 from dedup.engine.verify import Detector
 from dedup.index import features_load
-from dedup.index.boilerplate import OWNERS_COUNTED, boilerplate_passages
+from dedup.index.boilerplate import OWNERS_COUNTED, StoredOwners, unrelated_owners
 from dedup.models import Article, Match
 from webui.diff import Aside, Diff, text_diff
 
@@ -89,26 +91,30 @@ class SharedPassage:
 
 
 def boilerplate_of_pair(left: int, right: int, version: str) -> tuple[dict, dict]:
-    """Return the passages two articles set aside as boilerplate when compared (passage
-    number -> articles that hold it), each article's."""
-    found = boilerplate_passages([left, right], version)
-    if not found.get(left) and not found.get(right):
-        return {}, {}
+    """Return the passages two articles set aside as template text when compared (passage
+    number -> unrelated articles that hold it), each article's.
+
+    A passage is template text on this page when at least BOILERPLATE_OWNERS articles
+    unrelated to these two (not copies of them, nor of one another) hold it: a story's own
+    paragraphs, held by its reposts, are its text, however many. Template text is folded on
+    both sides alike, wherever either holds it, so what both hold is never "only on one side".
+    """
     features = features_load(article_ids=[left, right], version=version)
-    if left not in features or right not in features:
-        return found.get(left, {}), found.get(right, {})
-    keys = {n: features[n].passage_keys.tolist() for n in (left, right)}
-    boiler_keys = {n: {keys[n][p] for p in found.get(n, {})} for n in (left, right)}
+    keys = {
+        n: np.asarray(f.passage_keys, np.uint64).view(np.int64).tolist()
+        for n, f in features.items()
+    }
+    owners = StoredOwners(version)  # all holders first: few passages have enough to ask more
+    owners.prefetch(f.passage_keys for f in features.values())
+    held = sorted({k for some in keys.values() for k in some})
+    common = [k for k in held if owners.counts.get(k, 0) >= BOILERPLATE_OWNERS]
+    unrelated = unrelated_owners(common, (left, right), version)
+    template = {k: n for k, n in unrelated.items() if n >= BOILERPLATE_OWNERS}
 
-    def aside(me: int, other: int) -> dict[int, int]:
-        held = set(keys[other])
-        return {
-            p: owners
-            for p, owners in found.get(me, {}).items()
-            if keys[me][p] not in held or keys[me][p] in boiler_keys[other]
-        }
+    def aside(article: int) -> dict[int, int]:
+        return {p: template[k] for p, k in enumerate(keys.get(article, ())) if k in template}
 
-    return aside(left, right), aside(right, left)
+    return aside(left), aside(right)
 
 
 def pair_evidence(

@@ -110,3 +110,46 @@ def boilerplate_passages(article_ids: Iterable[int], version: str) -> dict[int, 
         mask = passages_boilerplate_in(f, counts)
         found[article_id] = {int(p): int(counts[p]) for p in np.flatnonzero(mask)}
     return found
+
+
+def unrelated_owners(keys: list[int], pair: Iterable[int], version: str) -> dict[int, int]:
+    """Return, for each passage key (signed), how many unrelated articles hold it: its holders
+    (the first OWNERS_COUNTED) taken as stories, holders matched to one another one story, less
+    the stories of the articles in `pair`. A story reposted by the dozen holds its paragraphs
+    once; a footer held by strangers counts each."""
+    if not keys:
+        return {}
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT q.key, ARRAY(
+                SELECT DISTINCT article_id FROM dedup_passagekey
+                WHERE version = %s AND key = q.key
+                ORDER BY article_id
+                LIMIT %s
+            )
+            FROM unnest(%s::bigint[]) AS q(key)
+            """,
+            [version, OWNERS_COUNTED, int_array(keys)],
+        )
+        holders = {key: list(ids) for key, ids in cursor.fetchall()}
+        pair = list(pair)
+        everyone = sorted({*pair, *(n for ids in holders.values() for n in ids)})
+        cursor.execute(
+            "SELECT a_id, b_id FROM dedup_match"
+            " WHERE a_id = ANY(%s::bigint[]) AND b_id = ANY(%s::bigint[])",
+            [int_array(everyone), int_array(everyone)],
+        )
+        edges = cursor.fetchall()
+    story = {n: n for n in everyone}  # union-find: an article -> an article of its story
+
+    def find(n: int) -> int:
+        while story[n] != n:
+            story[n] = story[story[n]]
+            n = story[n]
+        return n
+
+    for a, b in edges:
+        story[find(a)] = find(b)
+    ours = {find(n) for n in pair}
+    return {key: len({find(n) for n in ids} - ours) for key, ids in holders.items()}

@@ -120,8 +120,8 @@ def test_shared_boilerplate_is_folded_labelled_and_not_evidence(editor_client, m
     )
     monkeypatch.setattr(
         evidence,
-        "boilerplate_passages",
-        lambda ids, version: {first.id: {last_a: 7}, second.id: {last_b: OWNERS_COUNTED}},
+        "boilerplate_of_pair",
+        lambda left, right, version: ({last_a: 7}, {last_b: OWNERS_COUNTED}),
     )
     response = editor_client.get(f"/compare/{first.id}/{second.id}/")
     context = response.context
@@ -135,7 +135,7 @@ def test_shared_boilerplate_is_folded_labelled_and_not_evidence(editor_client, m
     assert all(FOOTER not in s.text for s in left + right if s.op in ("del", "ins"))
     html = response.content.decode()
     assert "1 shared passage" in html or "1 个共同段落" in html
-    assert "7" in html and ("boilerplate (shared by 7 articles)" in html or "7 篇文章共有" in html)
+    assert "template text (held by 7 unrelated articles)" in html or "7 篇无关文章共有" in html
     cap = OWNERS_COUNTED  # at the count's cap: "or more"
     assert f"{cap} or more" in html or f"{cap} 篇或更多" in html
 
@@ -152,7 +152,8 @@ def test_boilerplate_learned_from_stored_articles_is_folded(editor_client):
     response = editor_client.get(f"/compare/{ids[0]}/{ids[1]}/")
     left = response.context["diff"].left
     assert [s.text for s in left if s.op == "aside"] == [FOOTER]
-    assert next(s.owners for s in left if s.op == "aside") >= 8
+    # Held by eight strangers: the six that are neither of the two compared.
+    assert next(s.owners for s in left if s.op == "aside") == 6
     assert all(FOOTER not in s.text for s in left if s.op == "del")
 
 
@@ -202,11 +203,74 @@ def test_a_match_whose_shared_passages_all_became_boilerplate_says_so(editor_cli
     )
     monkeypatch.setattr(
         evidence,
-        "boilerplate_passages",
-        lambda ids, version: {first.id: {last_a: 9}, second.id: {last_b: 9}},
+        "boilerplate_of_pair",
+        lambda left, right, version: ({last_a: 9}, {last_b: 9}),
     )
     response = editor_client.get(f"/compare/{first.id}/{second.id}/")
     assert response.context["shared"] == [] and len(response.context["shared_boilerplate"]) == 1
     html = response.content.decode()
     assert 'id="no-evidence"' in html and "0 个共同段落" not in html
     assert "目前没有可作为证据的共同段落" in html
+
+
+def _story_with_reposts():
+    """Ingest a story, its twelve reposts and five pages embedding a repost; return the ids."""
+    from tests.texts import reposted
+
+    texts = reposted(copies=12)
+    rows = [{"title": f"r{n}", "body": body} for n, body in enumerate(texts)]
+    ids = [a.pk for a in services.articles_ingest(rows=rows)]
+    services.articles_process(article_ids=ids)
+    return texts, ids
+
+
+def _sentences(text: str) -> list[str]:
+    return [s + "。" for s in text.split("。") if s]
+
+
+def test_a_storys_own_paragraphs_held_by_both_are_shared_never_template(editor_client):
+    texts, ids = _story_with_reposts()
+    story = set(_sentences(texts[0]))
+    # Two reposts, and a repost beside a page that embeds one.
+    for left, right in [(ids[1], ids[2]), (ids[3], ids[-1]), (ids[-1], ids[3]), (ids[0], ids[-2])]:
+        response = editor_client.get(f"/compare/{left}/{right}/")
+        diff = response.context["diff"]
+        body = {n: texts[ids.index(n)] for n in (left, right)}
+        both = story & set(_sentences(body[left])) & set(_sentences(body[right]))
+        assert both
+        for column in (diff.left, diff.right):
+            assert [s for s in column if s.op == "aside"] == []
+            changed = "".join(s.text for s in column if s.op in ("del", "ins"))
+            assert not [s for s in both if s in changed], (left, right)
+        html = response.content.decode()
+        assert "boilerplate" not in html.split('class="sides"')[1].split("</div>\n</div>")[0]
+        assert "模板文字（" not in html
+
+
+def test_a_footer_held_by_unrelated_articles_is_template_counting_only_those(editor_client):
+    texts, story_ids = _story_with_reposts()
+    # The story's copies all carry the site's footer, and so do eight strangers.
+    from tests.texts import FOOTER as SITE_FOOTER
+
+    Article.objects.filter(pk__in=story_ids).delete()
+    rows = [{"title": f"r{n}", "body": body + "\n\n" + SITE_FOOTER} for n, body in enumerate(texts)]
+    # (Seeds from 100: stranger(7) begins as the story does.)
+    rows += [{"title": f"s{n}", "body": stranger(100 + n) + "\n\n" + SITE_FOOTER} for n in range(8)]
+    ids = [a.pk for a in services.articles_ingest(rows=rows)]
+    services.articles_process(article_ids=ids)
+    response = editor_client.get(f"/compare/{ids[1]}/{ids[2]}/")
+    diff = response.context["diff"]
+    for column in (diff.left, diff.right):
+        folded = [s for s in column if s.op == "aside"]
+        assert [s.text for s in folded] == [SITE_FOOTER]
+        # Held by 8 strangers (and the story's own 18 copies, which do not count).
+        assert folded[0].owners == 8
+    html = response.content.decode()
+    label = ("template text (held by 8 unrelated articles)", "模板文字（8 篇无关文章共有）")
+    assert label[0] in html or label[1] in html
+    # Beside a stranger, the footer is folded on both sides and never a difference.
+    response = editor_client.get(f"/compare/{ids[1]}/{ids[-1]}/")
+    diff = response.context["diff"]
+    for column in (diff.left, diff.right):
+        assert [s.text for s in column if s.op == "aside"] == [SITE_FOOTER]
+        assert all(SITE_FOOTER not in s.text for s in column if s.op in ("del", "ins"))

@@ -26,12 +26,12 @@ EXPECTED = {
         '<mark class="ins">加上&quot;&#x27;</mark>'
         '<details class="fold"><summary>… 1 word unchanged …</summary>未变的文字</details>'
         '<details class="fold"><summary>… 12 words unchanged …</summary>未变的文字</details>'
-        '<details class="fold aside"><summary>boilerplate (shared by 1 article)</summary>'
+        '<details class="fold aside"><summary>template text (held by 1 unrelated article)</summary>'
         "页脚</details>"
-        '<details class="fold aside"><summary>boilerplate (shared by 7 articles)</summary>'
-        "页脚</details>"
-        '<details class="fold aside"><summary>boilerplate (shared by 300 or more articles)'
-        "</summary>菜单</details>"
+        '<details class="fold aside"><summary>template text (held by 7 unrelated articles)'
+        "</summary>页脚</details>"
+        '<details class="fold aside"><summary>'
+        "template text (held by 300 or more unrelated articles)</summary>菜单</details>"
     ),
     "zh-hans": (
         "相同&lt;b&gt;"
@@ -39,9 +39,9 @@ EXPECTED = {
         '<mark class="ins">加上&quot;&#x27;</mark>'
         '<details class="fold"><summary>…… 1 个词未变 ……</summary>未变的文字</details>'
         '<details class="fold"><summary>…… 12 个词未变 ……</summary>未变的文字</details>'
-        '<details class="fold aside"><summary>模板文字（1 篇文章共有）</summary>页脚</details>'
-        '<details class="fold aside"><summary>模板文字（7 篇文章共有）</summary>页脚</details>'
-        '<details class="fold aside"><summary>模板文字（300 篇或更多文章共有）</summary>'
+        '<details class="fold aside"><summary>模板文字（1 篇无关文章共有）</summary>页脚</details>'
+        '<details class="fold aside"><summary>模板文字（7 篇无关文章共有）</summary>页脚</details>'
+        '<details class="fold aside"><summary>模板文字（300 篇或更多无关文章共有）</summary>'
         "菜单</details>"
     ),
 }
@@ -60,4 +60,4 @@ def test_boilerplate_cap_follows_the_page():
     template = Template("{% load segments %}{% segments shown %}")
     with translation.override("en"):
         html = template.render(Context({"shown": SEGMENTS[6:7], "owners_counted": 7}))
-    assert "shared by 7 or more articles" in html
+    assert "held by 7 or more unrelated articles" in html

@@ -18,11 +18,16 @@ register = template.Library()
 
 
 def boilerplate_label(owners: int, counted: int = OWNERS_COUNTED) -> str:
-    """Return how a stretch of boilerplate is labelled: the articles that hold it."""
+    """Return how a stretch of template text is labelled: the unrelated articles that hold it
+    (webui.evidence: not copies of the two articles compared, nor of one another)."""
     if owners >= counted:
-        return gettext("boilerplate (shared by %(owners)s or more articles)") % {"owners": owners}
+        return gettext("template text (held by %(owners)s or more unrelated articles)") % {
+            "owners": owners
+        }
     return ngettext(
-        "boilerplate (shared by %(n)s article)", "boilerplate (shared by %(n)s articles)", owners
+        "template text (held by %(n)s unrelated article)",
+        "template text (held by %(n)s unrelated articles)",
+        owners,
     ) % {"n": owners}
 
 

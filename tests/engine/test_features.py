@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import dedup.engine.features as engine_features
 import dedup.engine.merge as merge
 import dedup.engine.verify as verify
+from dedup.engine.facts import facts_may_change
 from dedup.engine.verify import SHORT, Detector, Features
 from tests.engine.by_sets import passages_by_sets
 from tests.texts import ARTICLE, FILLER, OTHER, stranger
@@ -223,6 +224,10 @@ def contained_by(detector: Detector, containment: float, chars: int) -> bool:
 )
 def test_judgement_equals_the_judgement_by_sets(detector, a, b):
     fa, fb = detector.features(a), detector.features(b)
+    # The sets model no facts: a pair whose numbers may change is judged by them as well
+    # (tests/engine/test_facts_stated_otherwise.py, test_partial_facts.py); hypothesis found
+    # such a pair of ARTICLE's sentences, partial by its facts, near by the sets alone.
+    assume(not facts_may_change(fa, fb))
     found = detector.judge(0, 1, fa, fb)
     got = None if found is None else (found.kind, found.similarity, found.shared_passages)
     assert got == judge_by_sets(detector, fa, fb)

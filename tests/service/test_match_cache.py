@@ -89,8 +89,13 @@ def test_new_matches_are_appended_without_reading_the_old_ones_again():
     expected = {(a.id, b.id), (b.id, c.id), (d.id, e.id), (a.id, late.id), (c.id, d.id)}
     assert pairs == expected
     assert table.titles[table.node(late.id)] == "late"
+    # The clusters follow the new matches: the late article joins a's story; c, no copy of
+    # a, is the centre of another story with d (a cluster is one story: no chain through b).
     found = table.clustering(clusterings.Bars())
-    assert len(found.size) == 1 and found.size[0] == 6
+    assert sorted(found.size.tolist()) == [2, 3]
+    label = found.label
+    assert label[table.node(late.id)] == label[table.node(a.id)] == label[table.node(b.id)]
+    assert label[table.node(c.id)] == label[table.node(d.id)] != label[table.node(a.id)]
 
 
 def test_decisions_after_an_append_land_on_their_pairs(django_user_model):

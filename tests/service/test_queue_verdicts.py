@@ -107,9 +107,12 @@ def corpus(tmp_path, api, worker, wait_until) -> dict:
     selectors.table_forget()
 
 
-def queue_pairs(web: Client, ids: dict) -> Pairs:
+def queue_pairs(web: Client, ids: dict, *, decided: bool = False) -> Pairs:
     """Return the pairs the review queue shows at its default bars: the clusters it lists, and
-    the matches each cluster's page shows but for those it marks rejected."""
+    the matches each cluster's page shows but for those it marks rejected. Before any decision
+    the queue counts exactly those (`decided`: after one, an article that joined the story
+    only through a rejected pair keeps its row on the cluster's page, marked, and its other
+    pairs there, while the queue's counts follow the story without it)."""
     originals, page = [], 1
     while True:
         context = web.get("/", {"status": "all", "page": page}).context
@@ -133,7 +136,10 @@ def queue_pairs(web: Client, ids: dict) -> Pairs:
                 continue  # a cluster's page keeps a rejected pair in its row, marked
             found[frozenset((ids[edge["a"]], ids[edge["b"]]))] = kinds[edge["kind"]]
     counts = web.get("/", {"status": "all"}).context["counts"]
-    assert counts["matches"] == len(found)  # every match the queue counts is on a page
+    if decided:
+        assert counts["matches"] <= len(found)  # every match the queue counts is on a page
+    else:
+        assert counts["matches"] == len(found)
     return found
 
 
@@ -187,7 +193,7 @@ def test_queue_api_and_command_line_agree_on_every_pair(corpus, web, api):
     web.post("/decisions/", {"pick": f"not_duplicate:{pk['city']}:{pk['city-renamed']}:0"})
     rejected = frozenset(("city", "city-renamed"))
     assert (
-        queue_pairs(web, ids)
+        queue_pairs(web, ids, decided=True)
         == api_pairs(api, ids)
         == {pair: kind for pair, kind in queue.items() if pair != rejected}
     )

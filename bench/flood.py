@@ -70,6 +70,9 @@ def write_zip(rows: int, path: Path) -> int:
 
 def one_run(rows: int, workers: int, env: dict) -> dict:
     """Upload `rows` rows to a fresh database and two workers; return the figures."""
+    from django.db import connections
+
+    connections.close_all()  # the last run's: the reset drops its database
     database_reset()
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env,

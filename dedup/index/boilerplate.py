@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from dedup.db import int_array, pg_cursor
+from dedup.engine.graph import components
 from dedup.engine.verify import boilerplate_passages as passages_boilerplate_in
 from dedup.index.caches import capped_keys as _capped
 from dedup.index.caches import features_lock
@@ -140,16 +141,10 @@ def unrelated_owners(keys: list[int], pair: Iterable[int], version: str) -> dict
             " WHERE a_id = ANY(%s::bigint[]) AND b_id = ANY(%s::bigint[])",
             [int_array(everyone), int_array(everyone)],
         )
-        edges = cursor.fetchall()
-    story = {n: n for n in everyone}  # union-find: an article -> an article of its story
-
-    def find(n: int) -> int:
-        while story[n] != n:
-            story[n] = story[story[n]]
-            n = story[n]
-        return n
-
-    for a, b in edges:
-        story[find(a)] = find(b)
-    ours = {find(n) for n in pair}
-    return {key: len({find(n) for n in ids} - ours) for key, ids in holders.items()}
+        edges = np.array(cursor.fetchall(), np.int64).reshape(-1, 2)
+    # Holders matched to one another are one story: the components of their matches.
+    nodes = np.array(everyone, np.int64)
+    label = components(len(nodes), *np.searchsorted(nodes, edges).T).tolist()
+    story = dict(zip(everyone, label, strict=True))
+    ours = {story[n] for n in pair}
+    return {key: len({story[n] for n in ids} - ours) for key, ids in holders.items()}

@@ -166,6 +166,14 @@ class Stack:
             time.sleep(0.5)
         pytest.fail(f"not finished after {timeout} s:{self.logs()}")
 
+    def recovered(self, rows: int, timeout: float, after: str) -> float:
+        """Wait until everything is finished, check the invariants over `rows` rows and that
+        it took under a minute from the fault's end (`after`); return the seconds."""
+        seconds = self.wait_finished(timeout)
+        self.invariants(rows)
+        assert seconds < 60, f"finished {seconds:.1f} s after {after}{self.logs()}"
+        return seconds
+
     def invariants(self, rows: int) -> None:
         (articles,) = self.sql("SELECT count(*) FROM dedup_article")[0]
         assert articles == rows, f"{articles} articles for {rows} rows accepted"
@@ -256,9 +264,7 @@ def test_uploads_and_articles_arriving_while_redis_is_down_are_processed_when_it
     ]
     time.sleep(5)  # the worker and beat find the broker gone
     stack.start("redis")  # empty: what was queued before is gone too
-    recovered = stack.wait_finished(180)
-    stack.invariants(200 + 300 + 1)
-    assert recovered < 60, f"finished {recovered:.1f} s after redis returned{stack.logs()}"
+    recovered = stack.recovered(200 + 300 + 1, 180, after="redis returned")
     matched = stack.sql(
         "SELECT DISTINCT a.external_id FROM dedup_match m"
         " JOIN dedup_article a ON a.id IN (m.a_id, m.b_id)"
@@ -282,9 +288,7 @@ def test_a_worker_killed_mid_ingestion_leaves_nothing_waiting_a_minute(stack_as_
     worker.wait(10)
     (claimed,) = stack.sql("SELECT count(*) FROM dedup_article WHERE status = 'processing'")[0]
     stack.start("worker")  # as a supervisor starts it again
-    recovered = stack.wait_finished(120)
-    stack.invariants(3000)
-    assert recovered < 60, f"finished {recovered:.1f} s after the kill{stack.logs()}"
+    recovered = stack.recovered(3000, 120, after="the kill")
     with capsys.disabled():
         print(
             f"\n  worker killed ({claimed} articles claimed): 3000 rows kept, finished "
@@ -301,9 +305,7 @@ def test_processing_survives_the_database_going_away_for_a_minute_and_a_half(
     stack.database_stop()
     time.sleep(90)
     stack.database_start()
-    recovered = stack.wait_finished(300)
-    stack.invariants(3000)
-    assert recovered < 60, f"finished {recovered:.1f} s after the database returned{stack.logs()}"
+    recovered = stack.recovered(3000, 300, after="the database returned")
     with capsys.disabled():
         print(
             f"\n  database down 90 s: 3000 rows kept, finished {recovered:.1f} s after it returned"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dedup.engine import native
+from dedup.engine.merge import first_is_smaller
 
 if TYPE_CHECKING:
     from dedup.engine.features import Features
@@ -63,7 +64,7 @@ def facts_least(features: Features) -> int:
 def facts_may_change(fa: Features, fb: Features) -> bool:
     """Tell whether the smaller article of a pair has numbers enough to tell by and some of
     them not in the other (a copy keeps them all: no passages to look at)."""
-    small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
+    small, other = (fa, fb) if first_is_smaller(fa, fb) else (fb, fa)
     if len(small.facts) < facts_least(small) * GRAM:
         return False
     return not _kept(small.facts.reshape(-1, GRAM), small.number_ids, other).all()
@@ -77,7 +78,7 @@ def numbers_kept(fa: Features, fb: Features) -> bool:
     figures, around a commentary sentence every close repeats); a changelog entry uploaded
     again changes its version and date, and keeps the bug numbers of its items, which
     facts_agree tells by."""
-    small, other = (fa, fb) if len(fa.shingles) <= len(fb.shingles) else (fb, fa)
+    small, other = (fa, fb) if first_is_smaller(fa, fb) else (fb, fa)
     if len(small.facts) < NUMBERS_LEAST * GRAM:
         return True
     kept = _kept(small.facts.reshape(-1, GRAM), small.number_ids, other)
@@ -131,7 +132,7 @@ def pair_facts(
     # streets outweighs its hotline and its signature's date, which its siblings of one month
     # keep, and a template's sentence of no number tells nothing of its facts.
     changed, numbered, restated, replaced = found
-    sizes = np.maximum((fa if len(fa.shingles) <= len(fb.shingles) else fb).passage_sizes, 1)
+    sizes = np.maximum((fa if first_is_smaller(fa, fb) else fb).passage_sizes, 1)
     stating = sizes[numbered].sum()
     restated_often = restated >= FACTS_REPLACED
     dropped = replaced | restated_often
@@ -158,7 +159,7 @@ def with_facts_kept(
         facts = pair_facts(fa, fb, passages)
     if facts.dropped is None:
         return passages
-    small = 0 if len(fa.shingles) <= len(fb.shingles) else 1
+    small = 0 if first_is_smaller(fa, fb) else 1
     return [pair for pair in passages if not facts.dropped[pair[small]]]
 
 
@@ -172,7 +173,7 @@ def changed_facts(
     numbers kept); and whether it changed its facts and the other's passage states numbers
     the smaller article does not in their stead. None when `passages` hold fewer than
     FACTS_LEAST numbers (too few to tell)."""
-    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small_is_a = first_is_smaller(fa, fb)
     small, other = (fa, fb) if small_is_a else (fb, fa)
     least = facts_least(small)
     if len(small.facts) < least * GRAM or not passages or not len(small.shingles):

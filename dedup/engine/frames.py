@@ -30,6 +30,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dedup.engine.features import Features
+from dedup.engine.merge import first_is_smaller
 
 FRAME_OWNERS = 3
 # A smaller article of which less than this share is in the other has text of its own, even
@@ -53,7 +54,7 @@ def frame_passages(
     `in_a`, `in_b`: the passages of each that both hold as boilerplate (or None)."""
     if not passages:
         return set()
-    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small_is_a = first_is_smaller(fa, fb)
     small, big = (fa, fb) if small_is_a else (fb, fa)
     held_small, held_big = (in_a, in_b) if small_is_a else (in_b, in_a)
     partner = {p: q for p, q in passages} if small_is_a else {q: p for p, q in passages}
@@ -101,7 +102,7 @@ def without_frame(
     frame = frame_passages(fa, fb, passages, owners, in_a, in_b, containment)
     if not frame:
         return passages, containment
-    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small_is_a = first_is_smaller(fa, fb)
     small = fa if small_is_a else fb
     framed = int(small.passage_sizes[list(frame)].sum())
     rest = small_size - framed

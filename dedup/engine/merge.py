@@ -48,10 +48,23 @@ def shared_count(x: np.ndarray, y: np.ndarray) -> int:
     return int(np.count_nonzero(both[1:] == both[:-1]))
 
 
+def first_is_smaller(fa: Features, fb: Features) -> bool:
+    """Tell whether `fa` is the smaller article of a pair: fewer shingles, then fewer
+    characters, then the first shingle that differs. The same article whichever way round the
+    pair is asked: a pair's verdict does not depend on which of the two is judged against the
+    other (the service judges the later against the earlier, `duplicates` the earlier)."""
+    if len(fa.shingles) != len(fb.shingles):
+        return len(fa.shingles) < len(fb.shingles)
+    if fa.length != fb.length:
+        return fa.length < fb.length
+    differ = np.flatnonzero(fa.shingles != fb.shingles)
+    return not len(differ) or bool(fa.shingles[differ[0]] < fb.shingles[differ[0]])
+
+
 def partial_passages(fa: Features, fb: Features) -> list[tuple[int, int]]:
     """Return (passage of a, passage of b) pairs where most of a passage of the smaller
     article is in the other, with the passage of the other that holds most of it."""
-    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small_is_a = first_is_smaller(fa, fb)
     mine, theirs = (fa, fb) if small_is_a else (fb, fa)
     width, rows = len(theirs.passage_keys), len(mine.passage_keys)
     if accelerated is None or rows * width > MAX_DENSE_PASSAGE_PAIRS or not rows:
@@ -88,7 +101,7 @@ def shared_passages(
     # For each passage of the smaller side ("mine"): is most of it in the other article, and
     # in which of the other's passages ("theirs")? Shared shingles counted per (mine, theirs),
     # as mine * width + theirs.
-    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small_is_a = first_is_smaller(fa, fb)
     mine, theirs = (fa, fb) if small_is_a else (fb, fa)
     in_mine, in_theirs = (in_a, in_b) if small_is_a else (in_b, in_a)
     width = len(theirs.passage_keys)
@@ -116,7 +129,7 @@ def shared_passages(
 def passage_chars(fa: Features, fb: Features, passages: list[tuple[int, int]]) -> int:
     """Return the characters of the smaller article's passages that are mostly in the other
     (`passages` as from partial_passages): its characters per shingle times their shingles."""
-    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small_is_a = first_is_smaller(fa, fb)
     small = fa if small_is_a else fb
     held = {p if small_is_a else q for p, q in passages}
     if not held:
@@ -129,7 +142,7 @@ def passages_agree(fa, fb, passages, in_a, in_b, share: float) -> bool:
     """Tell whether a `share` of the smaller article's passages (boilerplate both hold, the
     masks `in_a` and `in_b`, aside) are mostly in the other, as in a copy edited here and
     there."""
-    small_is_a = len(fa.shingles) <= len(fb.shingles)
+    small_is_a = first_is_smaller(fa, fb)
     small, held = (fa, in_a) if small_is_a else (fb, in_b)
     own = small.passage_sizes > 0  # a passage repeated whole has no shingles of its own
     if held is not None:

@@ -57,6 +57,7 @@ from dedup.engine.fingerprint import MAX_JUNK_SHARE, Fingerprint, Fingerprinter,
 from dedup.engine.frames import without_frame
 from dedup.engine.marks import mark_passages
 from dedup.engine.merge import (
+    first_is_smaller,
     partial_passages,
     passage_chars,
     passages_agree,
@@ -343,12 +344,11 @@ class Detector:
         """Return (kind, similarity, shared characters) of a pair from its shingle counts."""
         if shared <= 0:
             return None
-        small, big = (size_a, size_b) if size_a <= size_b else (size_b, size_a)
+        a_small = size_a < size_b or (size_a == size_b and first_is_smaller(fa, fb))
+        small, big = (size_a, size_b) if a_small else (size_b, size_a)
         jaccard = shared / (small + big - shared)
         containment = shared / small
-        # The smaller article's characters in the other (boilerplate aside): its characters
-        # per shingle times the shingles shared.
-        smaller = fa if size_a <= size_b else fb
+        smaller = fa if a_small else fb  # its characters in the other: per shingle, times shared
         chars = round(shared * smaller.length / max(len(smaller.shingles), 1))
         contained = self._contained(containment, chars)
         if contained and big >= 1.5 * small:  # one article inside a bigger page

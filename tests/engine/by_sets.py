@@ -6,7 +6,12 @@ from __future__ import annotations
 def passages_by_sets(fa, fb, of_a, of_b, shared) -> list[tuple[int, int]]:
     """Return the shared passages of two articles, every (mine, theirs) pair counted in
     dictionaries: of_a and of_b map a shingle to its passage; shared is the shared shingles."""
-    a_small = len(fa.shingles) <= len(fb.shingles)
+    # The smaller: fewer shingles, then fewer characters, then the first shingle that differs
+    # (merge.first_is_smaller, the same whichever way round the pair is asked).
+    if len(fa.shingles) != len(fb.shingles) or fa.length != fb.length:
+        a_small = (len(fa.shingles), fa.length) < (len(fb.shingles), fb.length)
+    else:
+        a_small = fa.shingles.tolist() <= fb.shingles.tolist()
     mine, theirs = (of_a, of_b) if a_small else (of_b, of_a)
     sizes = (fa if a_small else fb).passage_sizes
     cells: dict[int, dict[int, int]] = {}

@@ -181,30 +181,40 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
 
+def duplicates_of(texts: list[str], detector) -> list:
+    """Return the Duplicates of a collection (indices into `texts`, in pair order), as the
+    service finds them once settled: a text stored before is an exact copy of its first,
+    not verified again; the others are verified together (Detector.duplicates)."""
+    from dedup.engine.verify import Duplicate
+
+    features, verified, found = [], [], []
+    originals: dict[str, int] = {}
+    for i, text in enumerate(texts):
+        original = originals.setdefault(content_hash(text), i)
+        if original != i:
+            found.append(Duplicate(original, i, "exact", 0, 1.0))
+            continue
+        verified.append(i)
+        features.append(detector.features(text))
+    for d in detector.duplicates(features):
+        found.append(dataclasses.replace(d, a=verified[d.a], b=verified[d.b]))
+    return sorted(found, key=lambda d: (d.a, d.b))
+
+
 def _run_duplicates(args: argparse.Namespace) -> int:
-    from dedup.engine.verify import Detector, Duplicate
+    from dedup.engine.verify import Detector
 
     detector = Detector(_config(args), **detector_settings(args))
     reporter = _Reporter(sys.stderr)
     rows = _progress(read_records(args.input), count_rows(args.input), "article")
-    records, features, verified, found = [], [], [], []
-    originals: dict[str, int] = {}
+    records = []
     for record in reporter.good(rows):
         if record.text is None:
             reporter.skipped += 1
             print(f"{record.id}: has no text (duplicates needs texts); skipped", file=sys.stderr)
             continue
-        i = len(records)
         records.append(record)
-        original = originals.setdefault(content_hash(record.text), i)
-        if original != i:  # as the service: an exact copy of the first, not verified again
-            found.append(Duplicate(original, i, "exact", 0, 1.0))
-            continue
-        verified.append(i)
-        features.append(detector.features(record.text))
-    for d in detector.duplicates(features):
-        found.append(dataclasses.replace(d, a=verified[d.a], b=verified[d.b]))
-    found.sort(key=lambda d: (d.a, d.b))
+    found = duplicates_of([record.text for record in records], detector)
     out = sys.stdout
     for d in found:
         a, b = records[d.a], records[d.b]

@@ -189,6 +189,13 @@ DEDUP_STUCK_AFTER_SECONDS = env_int("DEDUP_STUCK_AFTER_SECONDS", 600)
 # After a rebuild switches, the old version's rows stay this long (a check that read the
 # settings just before still finds its answers), then index_clean deletes them.
 DEDUP_SWITCH_GRACE_SECONDS = env_int("DEDUP_SWITCH_GRACE_SECONDS", 30)
+# Settling (dedup.services.settling): every article matched again against the whole
+# collection once none has been processed for DEDUP_SETTLE_QUIET_SECONDS with none waiting, or
+# DEDUP_SETTLE_EVERY_SECONDS after the last under a steady stream; beat asks every
+# DEDUP_SETTLE_CHECK_SECONDS.
+DEDUP_SETTLE_QUIET_SECONDS = env_int("DEDUP_SETTLE_QUIET_SECONDS", 60)
+DEDUP_SETTLE_EVERY_SECONDS = env_int("DEDUP_SETTLE_EVERY_SECONDS", 6 * 3600)
+DEDUP_SETTLE_CHECK_SECONDS = env_int("DEDUP_SETTLE_CHECK_SECONDS", 30)
 # A rebuild task works this long, then sends the rest as a new task (behind the articles
 # queued meanwhile, which so never wait for a whole rebuild).
 DEDUP_REBUILD_SLICE_SECONDS = env_int("DEDUP_REBUILD_SLICE_SECONDS", 60)
@@ -256,6 +263,11 @@ CELERY_BEAT_SCHEDULE = {
     "rebuild-after-upgrade": {
         "task": "dedup.tasks.index_upgrade",
         "schedule": env_int("DEDUP_REBUILD_CHECK_SECONDS", 300),
+    },
+    # Verdicts settled once a burst of articles is over (dedup.services.settling).
+    "settle-verdicts": {
+        "task": "dedup.tasks.matches_settle",
+        "schedule": DEDUP_SETTLE_CHECK_SECONDS,
     },
     # Matches and decisions reach webhooks as they are written; this catches any missed.
     "webhooks-dispatch": {

@@ -85,6 +85,13 @@ def index_rebuild(self, job_id: int) -> None:
     services.index_rebuild(job_id=job_id, slice_seconds=settings.DEDUP_REBUILD_SLICE_SECONDS)
 
 
+@shared_task(name="dedup.tasks.matches_settle", **RETRY)
+def matches_settle(self) -> None:
+    """Start a settling (every article matched again against the whole collection) if one
+    is due: a burst of articles is over, or the last was long ago."""
+    services.settle_if_due()
+
+
 @shared_task(name="dedup.tasks.index_clean", **RETRY)
 def index_clean(self) -> None:
     """Delete the rows of stopped rebuilds and of versions no longer in use, in batches."""

@@ -81,6 +81,8 @@ class Article(models.Model):
         # those that queries need.
         indexes = [
             models.Index(fields=["status", "claimed_at"]),
+            # The newest processed: whether the collection is quiet, and settled (settling).
+            models.Index(fields=["processed_at"], name="article_processed_at"),
             models.Index(
                 fields=["exact_of"], condition=Q(exact_of__isnull=False), name="article_exact_of"
             ),

@@ -131,7 +131,10 @@ class RebuildJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     message = models.TextField(blank=True)
     # The last article rebuilt, in id order: a rebuild delivered again goes on from there.
+    # A rebuild first indexes every article, then matches each against the whole index
+    # (`indexed` set between the two, `position` counted again from 0).
     position = models.BigIntegerField(default=0)
+    indexed = models.BooleanField(default=False)
     # Moved at every chunk while a worker runs it: beat resumes a running job whose heartbeat
     # is stale (and whose lock is free).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -141,6 +144,12 @@ class RebuildJob(models.Model):
 
     def __str__(self) -> str:
         return f"rebuild {self.version} ({self.state} {self.done}/{self.total})"
+
+    @property
+    def articles(self) -> int:
+        """Return how many articles it rebuilds: `total` counts each once per pass (indexed,
+        then matched; a settling only matches)."""
+        return self.total // (2 if self.indexed else 1)
 
 
 class RebuildMatch(models.Model):

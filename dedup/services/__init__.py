@@ -39,6 +39,7 @@ from dedup.services.rebuilds import (
 )
 from dedup.services.settings import EDITABLE as EDITABLE
 from dedup.services.settings import settings_update
+from dedup.services.settling import settle_if_due
 from dedup.services.tokens import token_issue, tokens_revoke
 from dedup.services.uploads import (
     upload_abandon,
@@ -77,6 +78,7 @@ __all__ = [
     "original_choose",
     "rebuilds_tend",
     "settings_update",
+    "settle_if_due",
     "text_check",
     "token_issue",
     "tokens_revoke",

@@ -1,13 +1,11 @@
 """Rebuilds, one state machine: a rebuild is started (rebuild_start) when the settings change
 what is stored (services.settings_update), when this release stores under a new index version
-(index_upgrade: a new ALGORITHM, plan naming or features format), and on demand (manage.py
-rebuild); index_rebuild fingerprints, indexes and matches every article under the new version,
-then switches to it. A job is running, then done or failed (superseded, or stopped).
-
-While this code's index version is not the active one, a rebuild to it must be running:
-settings_update keeps it so, and index_upgrade makes it so again after an upgrade. A rebuild
-is started with the settings row locked (select_for_update), so that of several workers
-starting at the same moment one starts it and the others find it running.
+(index_upgrade), to settle the verdicts (services.settling) and on demand (manage.py rebuild).
+index_rebuild indexes every article under its version, then matches each against the whole
+index (so a pair is judged as if the collection came at once), then switches to it. A job is
+running, then done or failed (superseded, or stopped). While this code's index version is not
+the active one, a rebuild to it must be running: settings_update keeps it so, index_upgrade
+makes it so again after an upgrade. A rebuild is started with the settings row locked.
 
 A rebuild runs once at a time: it holds a PostgreSQL session advisory lock on its job while it
 runs, so a second delivery (the broker's visibility timeout ran out) finds it held and ends at
@@ -209,13 +207,24 @@ def _rebuild_run(job_id: int, slice_seconds: float | None) -> RebuildJob | None:
     end = None if slice_seconds is None else time.monotonic() + slice_seconds
     size = max(1, django_settings.DEDUP_CHUNK_SIZE)
     done = Article.objects.filter(status=ArticleStatus.DONE)
-    RebuildJob.objects.filter(id=job_id).update(total=Greatest(done.count(), F("done")))
+    # Every article is indexed first, then matched against the whole index: each pair is judged
+    # with what the whole collection holds, whatever the order articles came in (a rebuild to
+    # the active version, a settling, has nothing to index).
+    settling = job.version == settings.active_version  # its articles are all indexed
+    indexed = job.indexed or settling
+    RebuildJob.objects.filter(id=job_id).update(
+        total=Greatest(done.count() * (1 if settling else 2), F("done"))
+    )
     last = job.position
     while True:  # every article, in id order, from where an earlier delivery stopped
         chunk = list(done.filter(id__gt=last).order_by("id").values_list("id", "body")[:size])
         if not chunk:
-            break
-        if not _rebuild_chunk(chunk, work):
+            if indexed:
+                break
+            indexed, last = True, 0  # the second pass: matching
+            RebuildJob.objects.filter(id=job_id).update(indexed=True, position=0)
+            continue
+        if not _rebuild_chunk(chunk, work, match=indexed):
             return _rebuild_ended(job_id, job.version)
         last = chunk[-1][0]
         RebuildJob.objects.filter(id=job_id).update(
@@ -277,6 +286,7 @@ def rebuild_switch(*, job_id: int, version: str) -> bool:
     Settings.objects.filter(pk=1).update(active_version=version, active_config=row.config_fields())
     change_lock()  # new pairs take ids in commit order (the API's cursors)
     _matches_apply(job_id, version)
+    _matches_unfound_delete(job_id, version)
     Match.objects.filter(kind=MatchKind.EXACT).update(version=version)
     Match.objects.exclude(version=version).delete()  # pairs the new version does not find
     RebuildJob.objects.filter(id=job_id).update(
@@ -307,6 +317,26 @@ def _matches_apply(job_id: int, version: str) -> None:
         )
 
 
+def _matches_unfound_delete(job_id: int, version: str) -> None:
+    """Delete the pairs under the rebuild's version that it did not find: a rebuild to the
+    active version (a settling) takes back what was found while the collection was arriving.
+    Exact copies stay (told by their text, not matched), and so do pairs found after the job
+    started (by articles processed meanwhile, which it may not have seen)."""
+    with pg_cursor() as cursor:
+        cursor.execute(
+            """
+            DELETE FROM dedup_match m
+            USING dedup_rebuildjob j
+            WHERE j.id = %s AND m.version = %s AND m.kind <> %s AND m.found_at < j.started_at
+                AND NOT EXISTS (
+                    SELECT 1 FROM dedup_rebuildmatch r
+                    WHERE r.job_id = j.id AND r.a_id = m.a_id AND r.b_id = m.b_id
+                )
+            """,
+            [job_id, version, MatchKind.EXACT],
+        )
+
+
 class _Work:
     """What a rebuild's chunks are made with."""
 
@@ -325,9 +355,9 @@ class _Work:
         )
 
 
-def _rebuild_chunk(chunk: list[tuple[int, str]], work: _Work) -> bool:
-    """Index a chunk under the rebuild's version and set its matches aside; return False
-    (writing nothing) when the job was stopped or superseded."""
+def _rebuild_chunk(chunk: list[tuple[int, str]], work: _Work, match: bool = True) -> bool:
+    """Index a chunk under the rebuild's version and (`match`) set its matches aside; return
+    False (writing nothing) when the job was stopped or superseded."""
     ids = [article_id for article_id, _ in chunk]
     stored = index.features_load(article_ids=ids, version=work.version)
     new = []
@@ -340,6 +370,8 @@ def _rebuild_chunk(chunk: list[tuple[int, str]], work: _Work) -> bool:
         if not work.running():
             return False
         index.index_store(items=new, version=work.version, plan=work.plan)
+    if not match:
+        return True
     items = [index.Indexed(article_id, None, stored[article_id]) for article_id in ids]
     rows = []
     found = matches_find(items, work.settings, work.detector, work.version, work.plan)

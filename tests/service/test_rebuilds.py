@@ -121,9 +121,9 @@ def test_two_deliveries_of_one_rebuild_run_it_once(monkeypatch, settings, unsent
     first.join(60)
     assert not errors
     job.refresh_from_db()
-    assert (job.state, job.done, job.total) == ("done", 5, 5)
+    assert (job.state, job.done, job.total) == ("done", 10, 10)  # indexed, then matched
     rebuilt = Counter(article for chunk in calls for article in chunk)
-    assert rebuilt == Counter(ids)  # each article once, by one delivery
+    assert rebuilt == Counter(ids * 2)  # each article once a pass, by one delivery
 
 
 @pytest.mark.django_db
@@ -146,8 +146,10 @@ def test_a_rebuild_delivered_again_continues_where_it_stopped(monkeypatch, setti
     calls.clear()
     dying[0] = False
     job = services.index_rebuild(job_id=job.pk)
-    assert (job.state, job.done, job.total) == ("done", 5, 5)
-    assert sorted(a for chunk in calls for a in chunk) == ids[2:]  # not the first chunk again
+    # Two passes over the five: indexed (from the third on: not the first chunk again), then
+    # each matched against the whole index.
+    assert (job.state, job.done, job.total) == ("done", 10, 10)
+    assert [a for chunk in calls for a in chunk] == ids[2:] + ids
 
 
 @pytest.mark.django_db
@@ -243,4 +245,5 @@ def test_a_rebuild_task_works_a_slice_then_sends_the_rest_behind_new_articles(
     assert sent == [{"job_id": job.pk}]  # the rest: behind what is queued
     while job.state == "running":
         job = services.index_rebuild(job_id=job.pk, slice_seconds=0)
-    assert (job.state, job.done, len(sent)) == ("done", 5, 3)  # three chunks, three slices
+    # Three chunks a pass (indexed, then matched), a slice each.
+    assert (job.state, job.done, len(sent)) == ("done", 10, 6)

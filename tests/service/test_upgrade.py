@@ -142,7 +142,7 @@ def test_an_upgrade_starts_one_rebuild_that_restores_the_index(
     assert sent == [{"job_id": job.pk}]
     assert job.version == Settings.load().index_version and job.total == 4
     job = services.index_rebuild(job_id=job.pk)
-    assert (job.state, job.done) == ("done", 4)
+    assert (job.state, job.done, job.articles) == ("done", 8, 4)  # indexed, then matched
     assert_rebuilt_under_the_new_version((article, near))
     assert services.index_upgrade() is None and RebuildJob.objects.count() == 1
 
@@ -236,6 +236,6 @@ def test_workers_started_after_an_upgrade_rebuild_once(worker_factory, wait_unti
 
     wait_until(finished, timeout=60, message="the upgrade's rebuild done")
     [job] = RebuildJob.objects.all()
-    assert (job.version, job.done, job.total) == (Settings.load().index_version, 4, 4)
+    assert (job.version, job.done, job.articles) == (Settings.load().index_version, 8, 4)
     assert sum(one.log().count(f"rebuild {job.pk} started") for one in workers) == 1
     assert_rebuilt_under_the_new_version((article, near))

@@ -46,7 +46,7 @@ class Command(BaseCommand):
             return
         if job.state != RebuildState.DONE:
             raise CommandError(f"rebuild {job.pk} is {job.state}: {job.message or 'see the log'}")
-        self.stdout.write(f"Rebuild {job.pk} done: {job.done} article(s) under {job.version}.")
+        self.stdout.write(f"Rebuild {job.pk} done: {job.articles} article(s) under {job.version}.")
 
     def run_here(self, job: RebuildJob) -> RebuildJob:
         """Run the rebuild in this process, with a progress bar on a terminal."""

@@ -1,7 +1,7 @@
 """Issue 29: k_max a -> b -> a gives back the matches a rebuild at a found. Matches found while
-articles arrived can differ slightly from a rebuild's (boilerplate is counted over the articles
-indexed when a pair is verified, and a rebuild indexes in chunks of DEDUP_CHUNK_SIZE in id
-order): the round trip is compared with a rebuild at the same settings, not with ingestion."""
+articles arrived can differ from a rebuild's until beat settles them (dedup.services.settling:
+the arriving articles were judged on less than the collection holds); a rebuild indexes every
+article, then matches each against the whole index, so the round trip is compared with one."""
 
 from __future__ import annotations
 

@@ -37,11 +37,13 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 from bench import corpus as news
-from bench.corpora import prune
-from bench.corpora_parts import edit, excerpt, reflow
+from bench.corpora import LEAK, prune
+from bench.corpora_parts import NEAR_MIN, edit, excerpt, keeps, reflow
 from bench.corpus import Corpus, Doc, band_of
-from bench.textpool import _doc_texts, normalise, split_of, stable_hash
+from bench.textpool import GRAM, _doc_texts, grams, normalise, split_of, stable_hash
 
 HELDOUT = ("manuals", "stock", "stories")
 DEFAULT_SIZE = {"manuals": 900, "stock": 700, "stories": 600}
@@ -49,6 +51,7 @@ PROJECTS = ("coreutils", "util-linux", "systemd", "dpkg", "apt", "man-db", "proc
 DPKG_INFO = Path("/var/lib/dpkg/info")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dedup-bench" / "man"
 TEMPLATE_PAGES = 3  # a manual sentence held by this many pages (of any project) is template
+RELATED_HOLDERS = 12  # a stretch held by at most this many pages is theirs, not a footer
 STOCK_USES = (5, 20)  # answers an answerer pastes the stock paragraph into
 POPULAR = 50  # reposts of the first story: the issue's "50 of 50"
 REPOSTS = (10, 60)
@@ -157,22 +160,38 @@ def manuals(seed: int, size: int) -> Corpus:
     rng = random.Random(f"manuals:{seed}")
     pages = man_pages()
     rng.shuffle(pages)
+    # One language of each page: a translation keeps its original's commands, options and
+    # untranslated paragraphs, text the two share that is neither a copy nor a template.
+    named: dict[tuple[str, str], tuple[str, str]] = {}
+    for project, path in pages:
+        named.setdefault((project, "/".join(Path(path).parts[-2:])), (project, path))
+    pages = list(named.values())
     # Most of the corpus is pages (the hard negatives); one in eight gets copies.
     wanted = min(len(pages), max(20, round(size * 0.8)))
     with ThreadPoolExecutor(2) as pool:
         texts = list(pool.map(render, [p for _, p in pages[:wanted]]))
-    seen, originals = set(), []
+    seen, rendered = set(), []
     for (project, path), text in zip(pages[:wanted], texts, strict=True):
         if len(text) >= 300 and normalise(text) not in seen:
             seen.add(normalise(text))
-            originals.append((project, path, text))
+            rendered.append((project, path, text))
+    # Pages that are copies of one another in the wild (ls and dir, a translation that keeps
+    # the English text): a later page that keeps half of an earlier one is its "derived" copy,
+    # one that shares less but still a long stretch is left out (no label fits it).
+    derived, dropped = _related([t for _, _, t in rendered])
+    originals = [r for i, r in enumerate(rendered) if i not in derived and i not in dropped]
     template = set(manual_template(t for _, _, t in originals))
     docs = _corpus()
     tutorials = [t for _, t in _doc_texts() if split_of(f"heldout:{t[:200]}") == "test"]
     rng.shuffle(tutorials)
-    for project, path, text in originals:
-        family = f"man:{project}:{path.removeprefix('/usr/share/man/')}"
+    for i, (project, path, text) in enumerate(rendered):
+        if i in dropped or i in derived:
+            continue
+        family = _man_family(project, path)
         _add(docs, family, "original", text, f"man-{project}")
+        for j in sorted(k for k, first in derived.items() if first == i):
+            other_project, other, copy = rendered[j]
+            _add(docs, family, "derived", copy, f"man-{other_project}:{other}")
         if rng.random() >= 0.125 or len(docs) >= size:
             continue
         own = "\n".join(
@@ -190,6 +209,43 @@ def manuals(seed: int, size: int) -> Corpus:
             _add(docs, family, "excerpt", page, "tutorial", [quote])
     docs.stats = {"template": sorted(template), "pages": len(originals)}
     return docs
+
+
+def _man_family(project: str, path: str) -> str:
+    return f"man:{project}:{path.removeprefix('/usr/share/man/')}"
+
+
+def _related(texts: list[str]) -> tuple[dict[int, int], set[int]]:
+    """Return the pages that are near copies of an earlier one (page -> that one), among pages
+    sharing verbatim GRAM-grams held by at most RELATED_HOLDERS pages, and those that share a
+    LEAK-character stretch with an earlier one all the same that no third page holds (held by
+    more, it is a standard section: the template the corpus is about)."""
+    norms = [normalise(t) for t in texts]
+    h, owner, _ = grams(norms, GRAM)
+    rows = np.unique(np.stack([h.view(np.int64), owner], axis=1), axis=0)
+    starts = np.flatnonzero(np.r_[True, rows[1:, 0] != rows[:-1, 0]])
+    sizes = np.diff(np.r_[starts, len(rows)])
+    shared: Counter = Counter()  # grams two pages share, held by at most RELATED_HOLDERS
+    theirs: Counter = Counter()  # ... held by these two pages alone (more: a template's)
+    for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
+        if 2 <= size <= RELATED_HOLDERS:
+            pages = rows[start : start + size, 1].tolist()
+            for x in range(size):
+                for y in range(x + 1, size):
+                    shared[pages[x], pages[y]] += 1
+                    theirs[pages[x], pages[y]] += size < TEMPLATE_PAGES
+    derived: dict[int, int] = {}
+    dropped: set[int] = set()
+    stretch = LEAK - GRAM + 1  # grams of a LEAK-character stretch
+    for (i, j), n in sorted(shared.items()):
+        if n < stretch or j in derived or j in dropped or i in dropped:
+            continue
+        first = derived.get(i, i)
+        if keeps(texts[first], texts[j]) >= NEAR_MIN and keeps(texts[j], texts[first]) >= NEAR_MIN:
+            derived[j] = first
+        elif theirs[i, j] >= stretch:
+            dropped.add(j)
+    return derived, dropped
 
 
 @functools.cache

@@ -150,9 +150,22 @@ def _sentences(text: str) -> list[str]:
 
 
 def manual_template(pages) -> list[str]:
-    """Return the normalised sentences of 20 characters or more TEMPLATE_PAGES pages hold."""
-    held = Counter(s for text in pages for s in {normalise(x) for x in _sentences(text)})
+    """Return the sentences (normalised, of 20 characters or more, the page's own name as
+    "pagename") that TEMPLATE_PAGES pages or more hold: "Full documentation <.../ls>" is
+    coreutils' standard sentence with ls's name in it."""
+    held = Counter(s for text in pages for s in set(_named_sentences(text)))
     return sorted(s for s, n in held.items() if n >= TEMPLATE_PAGES and len(s) >= 20)
+
+
+def _named_sentences(text: str) -> list[str]:
+    """Return a page's sentences normalised, its own name (as its header gives it) replaced."""
+    found = re.match(r"\s*([^\s(]+)\(", text)
+    name = normalise(found.group(1)) if found else ""
+    out = []
+    for sentence in _sentences(text):
+        norm = normalise(sentence)
+        out.append(norm.replace(name, "pagename") if len(name) >= 2 else norm)
+    return out
 
 
 def manuals(seed: int, size: int) -> Corpus:
@@ -178,7 +191,11 @@ def manuals(seed: int, size: int) -> Corpus:
     # Pages that are copies of one another in the wild (ls and dir, a translation that keeps
     # the English text): a later page that keeps half of an earlier one is its "derived" copy,
     # one that shares less but still a long stretch is left out (no label fits it).
-    derived, dropped = _related([t for _, _, t in rendered])
+    # Judged on the pages' own text: two short pages that are mostly one footer are not copies.
+    shared = set(manual_template(t for _, _, t in rendered))
+    derived, dropped = _related(
+        [t for _, _, t in rendered], [_own(t, shared) for *_, t in rendered]
+    )
     originals = [r for i, r in enumerate(rendered) if i not in derived and i not in dropped]
     template = set(manual_template(t for _, _, t in originals))
     docs = _corpus()
@@ -194,9 +211,7 @@ def manuals(seed: int, size: int) -> Corpus:
             _add(docs, family, "derived", copy, f"man-{other_project}:{other}")
         if rng.random() >= 0.125 or len(docs) >= size:
             continue
-        own = "\n".join(
-            p for p in text.split("\n") if not all(normalise(s) in template for s in _sentences(p))
-        )
+        own = _own(text, template)
         kind = rng.choice(NEAR_EN)
         copy = reflow(text, rng) if kind == "reflow" else edit(kind, text, rng, _donors())
         if copy and copy != text:
@@ -215,11 +230,26 @@ def _man_family(project: str, path: str) -> str:
     return f"man:{project}:{path.removeprefix('/usr/share/man/')}"
 
 
-def _related(texts: list[str]) -> tuple[dict[int, int], set[int]]:
+def _own(text: str, template: set[str]) -> str:
+    """Return the paragraphs of a page that hold a sentence of 20 characters or more (the
+    page's own name aside) that is not template."""
+    found = re.match(r"\s*([^\s(]+)\(", text)
+    name = normalise(found.group(1)) if found else ""
+    out = []
+    for para in text.split("\n"):
+        norms = [normalise(x) for x in _sentences(para)]
+        norms = [n.replace(name, "pagename") if len(name) >= 2 else n for n in norms]
+        if any(len(n) >= 20 and n not in template for n in norms):
+            out.append(para)
+    return "\n".join(out)
+
+
+def _related(texts: list[str], own: list[str]) -> tuple[dict[int, int], set[int]]:
     """Return the pages that are near copies of an earlier one (page -> that one), among pages
     sharing verbatim GRAM-grams held by at most RELATED_HOLDERS pages, and those that share a
     LEAK-character stretch with an earlier one all the same that no third page holds (held by
-    more, it is a standard section: the template the corpus is about)."""
+    more, it is a standard section: the template the corpus is about). Near: each keeps half of
+    the other's own text (`own`: the template's sentences left out)."""
     norms = [normalise(t) for t in texts]
     h, owner, _ = grams(norms, GRAM)
     rows = np.unique(np.stack([h.view(np.int64), owner], axis=1), axis=0)
@@ -241,7 +271,7 @@ def _related(texts: list[str]) -> tuple[dict[int, int], set[int]]:
         if n < stretch or j in derived or j in dropped or i in dropped:
             continue
         first = derived.get(i, i)
-        if keeps(texts[first], texts[j]) >= NEAR_MIN and keeps(texts[j], texts[first]) >= NEAR_MIN:
+        if keeps(own[first], own[j]) >= NEAR_MIN and keeps(own[j], own[first]) >= NEAR_MIN:
             derived[j] = first
         elif theirs[i, j] >= stretch:
             dropped.add(j)

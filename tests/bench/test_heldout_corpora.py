@@ -8,14 +8,8 @@ import pytest
 
 from bench.corpora import NEGATIVE_KINDS, check
 from bench.heldout import cli_clusters, scores
-from bench.heldout_corpora import (
-    HELDOUT,
-    POPULAR,
-    STOCK_USES,
-    TEMPLATE_PAGES,
-    _named_sentences,
-    build,
-)
+from bench.heldout_corpora import HELDOUT, POPULAR, STOCK_USES, build
+from bench.heldout_manuals import TEMPLATE_PAGES, _named_sentences
 from bench.queue_report import Labels
 from bench.textpool import normalise
 

@@ -293,8 +293,9 @@ def service_read(api_sample: int, seed: int) -> dict:
     }
 
 
-def stage(args, server: str, db_name: str, corpora: dict, folder: Path) -> dict:
-    """Import these corpora into one fresh database through a worker; read queue and engine."""
+def stage(args, server: str, db_name: str, corpora: dict, folder: Path, extra=None) -> dict:
+    """Import these corpora into one fresh database through a worker; read queue and engine,
+    and with `extra` (a function and its arguments) what it reads too, merged in."""
     with database(server, db_name, args.keep) as url:
         env = service_env(url, args.redis, folder / "var")
         manage(env, "migrate", "--noinput", timeout=300)
@@ -305,6 +306,8 @@ def stage(args, server: str, db_name: str, corpora: dict, folder: Path) -> dict:
         spawn = get_context("spawn")  # Django set up afresh on this database
         with ProcessPoolExecutor(1, mp_context=spawn, initializer=_django, initargs=(env,)) as pool:
             read = pool.submit(service_read, args.api_sample, args.seed).result()
+            if extra:
+                read.update(pool.submit(*extra).result())
     read["imports"] = imports
     return read
 

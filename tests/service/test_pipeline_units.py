@@ -371,7 +371,7 @@ def test_settings_change_rebuilds_and_switches(django_capture_on_commit_callback
         old
     }
     job = services.index_rebuild(job_id=job.pk)
-    assert (job.state, job.done) == ("done", 4)
+    assert (job.state, job.done, job.articles) == ("done", 8, 4)  # indexed, then matched
     settings.refresh_from_db()
     assert settings.active_version == job.version
     assert services.index_clean()["fingerprints"] == 4  # sent once the switch commits
@@ -491,8 +491,8 @@ def test_a_rebuild_whose_version_changed_under_it_ends_failed_not_running(monkey
     job = services.settings_update(top_n=64)
     real = services.rebuilds._rebuild_chunk
 
-    def chunk_then_settings_move_on(*args):
-        real(*args)
+    def chunk_then_settings_move_on(*args, **kwargs):
+        real(*args, **kwargs)
         Settings.objects.filter(pk=1).update(top_n=128)  # not through settings_update
 
     monkeypatch.setattr(services.rebuilds, "_rebuild_chunk", chunk_then_settings_move_on)

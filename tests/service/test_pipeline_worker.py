@@ -144,7 +144,7 @@ def test_config_change_rebuilds_through_the_worker(worker, wait_until):
     job = services.settings_update(top_n=128)
     wait_until(lambda: RebuildJob.objects.get(pk=job.pk).state != "running", message="rebuild done")
     job.refresh_from_db()
-    assert job.state == "done" and job.done == job.total == 3
+    assert job.state == "done" and job.done == job.total == 6 and job.articles == 3  # two passes
     assert Settings.load().active_version == job.version
     versions = lambda: set(Fingerprint.objects.values_list("version", flat=True))  # noqa: E731
     wait_until(lambda: versions() == {job.version}, message="the old version's rows deleted")

@@ -4,7 +4,9 @@ Names are this checkout's own, so that two checkouts on one machine never meet: 
 database is test_dedup_<checkout>, every Redis key starts with dedup-test-<checkout>: (the
 broker's queues and the caches; the tests empty only those), files go to
 /tmp/dedup-tests-<checkout>. Without a PostgreSQL on 127.0.0.1:5432 (and no DATABASE_URL) the
-tests use the checkout's embedded one, as `./dev serve` does.
+tests use the checkout's embedded one, as `./dev serve` does. Under pytest-xdist (`./dev test`
+runs two processes) each process is a checkout of its own: its name ends with the worker's
+(gw0, gw1), so that two processes never share a database, a queue or a directory.
 """
 
 import hashlib
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 CHECKOUT = hashlib.sha1(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:8]
+CHECKOUT += os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
 def _local_postgres() -> bool:

@@ -43,8 +43,30 @@ os.environ.setdefault("DEDUP_HTTPS", "0")
 pytest_plugins = ["tests.workers"]
 
 
+# Files whose tests time what they do (recovery within a minute, sign-in under load, a page
+# under a second): `./dev test` runs them alone, after the rest has run in two processes.
+ALONE = (
+    "tests/faults/",
+    "tests/service/test_check_load.py",
+    "tests/service/test_settings_bars.py",
+    "tests/service/test_template_flood.py",
+    "tests/service/test_webhooks.py",
+    "tests/webui/test_diff.py",
+    "tests/webui/test_shell_views.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of ALONE's files `alone`."""
+    root = Path(__file__).resolve().parents[1]
+    for item in items:
+        if str(item.path.relative_to(root)).startswith(ALONE):
+            item.add_marker(pytest.mark.alone)
+
+
 def pytest_configure(config):
     """Load Django with the settings above (pytest-django reads the environment too early)."""
+    config.addinivalue_line("markers", "alone: times itself; ./dev test runs it in one process")
     import django
 
     django.setup()

@@ -385,7 +385,14 @@ def test_rebuild_runs_here_without_a_worker():
     assert Match.objects.count() == 1
 
 
-def test_demo_loads_the_corpus_and_users_once(monkeypatch):
+@pytest.fixture
+def groups():
+    """The role groups, as migrate leaves them (a transactional test run before may have
+    emptied every table)."""
+    return roles.group("admin"), roles.group("editor")
+
+
+def test_demo_loads_the_corpus_and_users_once(monkeypatch, groups):
     rows = demo.demo_rows(1)  # one original per length band and their copies
     monkeypatch.setattr(demo, "demo_rows", lambda per_band: rows)
     out, _ = run("demo", force=True)
@@ -408,7 +415,7 @@ def test_demo_loads_the_corpus_and_users_once(monkeypatch):
     assert editor.has_perm("dedup.view_article") and not editor.has_perm("dedup.change_settings")
 
 
-def test_demo_keeps_a_changed_password():
+def test_demo_keeps_a_changed_password(groups):
     run("demo", force=True, per_band=1)
     admin = get_user_model().objects.get(username="admin")
     admin.set_password("changed")

@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The constants the numpy code (dedup.engine.native) shares; the module exports them, and
@@ -369,6 +370,195 @@ firsts(PyObject *self, PyObject *args)
     return result;
 }
 
+/* --- facts: the grams that hold a number, and its place ------------------------------------- */
+
+#define ANY_NUMBER 0x10FFFFu /* what a number stands for in its place's grams (facts.ANY_NUMBER) */
+#define PLACES 2
+
+typedef struct {
+    uint32_t code, id;
+} number_entry;
+
+static int
+entry_order(const void *a, const void *b)
+{
+    uint32_t x = ((const number_entry *)a)->code, y = ((const number_entry *)b)->code;
+    return (x > y) - (x < y);
+}
+
+/* The id of a code point that is a number (its entry in the sorted table), or NULL. */
+static const number_entry *
+number_of(const number_entry *table, Py_ssize_t count, uint32_t code)
+{
+    Py_ssize_t lo = 0, hi = count;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (table[mid].code < code)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < count && table[lo].code == code ? &table[lo] : NULL;
+}
+
+static PyObject *
+u32_bytearray(const uint32_t *values, Py_ssize_t count)
+{
+    return PyByteArray_FromStringAndSize((const char *)values, count * (Py_ssize_t)sizeof(uint32_t));
+}
+
+/* number_facts(units, ids) -> (facts, places, number_ids) or None: what facts.fact_shingles,
+ * fact_places and fact_ids return, in one pass, as bytearrays of uint32. `units`: passage_lines'
+ * text; `ids`: {code point of a number: its id}. None where the text states no number or is
+ * shorter than a gram (line ends left out). */
+static PyObject *
+number_facts(PyObject *self, PyObject *args)
+{
+    PyObject *text, *ids;
+    if (!PyArg_ParseTuple(args, "UO!:number_facts", &text, &PyDict_Type, &ids))
+        return NULL;
+    Py_ssize_t count = PyDict_GET_SIZE(ids);
+    if (count == 0)
+        Py_RETURN_NONE;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text), length = 0, found = 0;
+    PyObject *result = NULL;
+    number_entry *table = PyMem_Malloc((size_t)count * sizeof(number_entry));
+    uint32_t *codes = PyMem_Malloc((size_t)(size + 1) * sizeof(uint32_t));
+    uint32_t *anon = PyMem_Malloc((size_t)(size + 1) * sizeof(uint32_t));
+    Py_ssize_t *at = PyMem_Malloc((size_t)(size + 1) * sizeof(Py_ssize_t));
+    uint32_t *out = NULL;
+    if (table == NULL || codes == NULL || anon == NULL || at == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, k = 0;
+    while (PyDict_Next(ids, &pos, &key, &value)) {
+        unsigned long code = PyLong_AsUnsignedLong(key), id = PyLong_AsUnsignedLong(value);
+        if (PyErr_Occurred())
+            goto done;
+        table[k].code = (uint32_t)code;
+        table[k++].id = (uint32_t)id;
+    }
+    qsort(table, (size_t)count, sizeof(number_entry), entry_order);
+    uint32_t least = table[0].code;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == '\n')
+            continue;
+        anon[length] = c;
+        if (c >= least && number_of(table, count, c) != NULL) {
+            at[found++] = length;
+            anon[length] = ANY_NUMBER;
+        }
+        codes[length++] = c;
+    }
+    if (length < GRAM || found == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t n = length - GRAM + 1;
+    out = PyMem_Malloc((size_t)found * (GRAM + PLACES + 1) * sizeof(uint32_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint32_t *facts = out, *places = out + found * GRAM, *number_ids = places + found * PLACES;
+    for (Py_ssize_t f = 0; f < found; f++) {
+        Py_ssize_t p = at[f];
+        for (Py_ssize_t j = 0; j < GRAM; j++) { /* the grams that hold it */
+            Py_ssize_t start = p - GRAM + 1 + j;
+            facts[f * GRAM + j] =
+                start < 0 || start >= n ? 0 : (uint32_t)(gram_hash(codes, start) >> 32);
+        }
+        Py_ssize_t before = p - GRAM + 1, around = p - 1; /* its place: clipped to the text */
+        before = before < 0 ? 0 : before >= n ? n - 1 : before;
+        around = around < 0 ? 0 : around >= n ? n - 1 : around;
+        places[f * PLACES] = (uint32_t)(gram_hash(anon, before) >> 32);
+        places[f * PLACES + 1] = (uint32_t)(gram_hash(anon, around) >> 32);
+        number_ids[f] = number_of(table, count, codes[p])->id;
+    }
+    result = Py_BuildValue("(NNN)", u32_bytearray(facts, found * GRAM),
+                           u32_bytearray(places, found * PLACES), u32_bytearray(number_ids, found));
+done:
+    PyMem_Free(table);
+    PyMem_Free(codes);
+    PyMem_Free(anon);
+    PyMem_Free(at);
+    PyMem_Free(out);
+    return result;
+}
+
+/* --- tokens: each distinct word's slot and count ------------------------------------------- */
+
+/* count_slots(tokens, slot, slots, counts) -> (distinct, usable) or None: of a list of tokens,
+ * each distinct usable word's slot (its value in the dict `slot`; 0 is the unusable words')
+ * in order of first occurrence into `slots` and how often it occurs into `counts` (intp
+ * arrays of at least len(tokens) places); returns how many distinct usable words and usable
+ * tokens there are, or None when a token has no slot yet (tokens.Weigher fills them).
+ * `scratch`: an intp array of one place per slot, all zero, left zero. */
+static PyObject *
+count_slots(PyObject *self, PyObject *args)
+{
+    PyObject *tokens, *slot, *slots_obj, *counts_obj, *scratch_obj;
+    if (!PyArg_ParseTuple(args, "O!O!OOO:count_slots", &PyList_Type, &tokens, &PyDict_Type,
+                          &slot, &slots_obj, &counts_obj, &scratch_obj))
+        return NULL;
+    Py_buffer sb, cb, xb;
+    if (values_view(slots_obj, &sb, sizeof(Py_ssize_t), 1, "slots") < 0)
+        return NULL;
+    if (values_view(counts_obj, &cb, sizeof(Py_ssize_t), 1, "counts") < 0) {
+        PyBuffer_Release(&sb);
+        return NULL;
+    }
+    if (values_view(scratch_obj, &xb, sizeof(Py_ssize_t), 1, "scratch") < 0) {
+        PyBuffer_Release(&sb);
+        PyBuffer_Release(&cb);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t size = PyList_GET_SIZE(tokens), room = xb.len / (Py_ssize_t)sizeof(Py_ssize_t);
+    Py_ssize_t *slots = sb.buf, *counts = cb.buf, *seen = xb.buf; /* seen: 1 + place in slots */
+    Py_ssize_t distinct = 0, usable = 0, k = 0;
+    if (sb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size || cb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size) {
+        PyErr_SetString(PyExc_ValueError, "slots or counts has too few places");
+        goto done;
+    }
+    for (; k < size; k++) {
+        PyObject *found = PyDict_GetItemWithError(slot, PyList_GET_ITEM(tokens, k));
+        if (found == NULL)
+            break; /* not yet slotted (or an error, raised below) */
+        Py_ssize_t s = PyLong_AsSsize_t(found);
+        if (s < 0 || s >= room) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a slot is out of range");
+            break;
+        }
+        if (s == 0)
+            continue;
+        usable++;
+        if (seen[s]) {
+            counts[seen[s] - 1]++;
+        } else {
+            slots[distinct] = s;
+            counts[distinct++] = 1;
+            seen[s] = distinct;
+        }
+    }
+    for (Py_ssize_t d = 0; d < distinct; d++)
+        seen[slots[d]] = 0;
+    if (PyErr_Occurred())
+        goto done;
+    result = k < size ? Py_NewRef(Py_None) : Py_BuildValue("(nn)", distinct, usable);
+done:
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&cb);
+    PyBuffer_Release(&xb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"shared_count", shared_count, METH_VARARGS,
      "shared_count(x, y) -> int: values two sorted distinct uint32 arrays share"},
@@ -381,6 +571,10 @@ static PyMethodDef methods[] = {
      "grams(normal, least, packed, keys) -> (codes, grams, passages): a text's gram table"},
     {"firsts", firsts, METH_VARARGS,
      "firsts(packed, shingles, passage_of) -> int: each distinct shingle and its first passage"},
+    {"number_facts", number_facts, METH_VARARGS,
+     "number_facts(units, ids) -> (facts, places, number_ids) or None: a text's numbers' grams"},
+    {"count_slots", count_slots, METH_VARARGS,
+     "count_slots(tokens, slot, slots, counts, scratch) -> (distinct, usable) or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -493,69 +493,53 @@ done:
 
 /* --- tokens: each distinct word's slot and count ------------------------------------------- */
 
-/* count_slots(tokens, slot, slots, counts) -> (distinct, usable) or None: of a list of tokens,
- * each distinct usable word's slot (its value in the dict `slot`; 0 is the unusable words')
- * in order of first occurrence into `slots` and how often it occurs into `counts` (intp
- * arrays of at least len(tokens) places); returns how many distinct usable words and usable
- * tokens there are, or None when a token has no slot yet (tokens.Weigher fills them).
- * `scratch`: an intp array of one place per slot, all zero, left zero. */
+/* count_slots(counts, slot, slots, tf) -> (distinct, usable) or None: of a text's words counted
+ * ({word: count}, in order of first occurrence), each usable word's slot (its value in the dict
+ * `slot`; 0 is the unusable words') into `slots` and its count into `tf` (uintp arrays of at
+ * least len(counts) places), in that order; returns how many usable words and usable tokens
+ * there are, or None when a word has no slot yet (tokens.Weigher fills them). */
 static PyObject *
 count_slots(PyObject *self, PyObject *args)
 {
-    PyObject *tokens, *slot, *slots_obj, *counts_obj, *scratch_obj;
-    if (!PyArg_ParseTuple(args, "O!O!OOO:count_slots", &PyList_Type, &tokens, &PyDict_Type,
-                          &slot, &slots_obj, &counts_obj, &scratch_obj))
+    PyObject *counts, *slot, *slots_obj, *tf_obj;
+    if (!PyArg_ParseTuple(args, "O!O!OO:count_slots", &PyDict_Type, &counts, &PyDict_Type,
+                          &slot, &slots_obj, &tf_obj))
         return NULL;
-    Py_buffer sb, cb, xb;
+    Py_buffer sb, cb;
     if (values_view(slots_obj, &sb, sizeof(Py_ssize_t), 1, "slots") < 0)
         return NULL;
-    if (values_view(counts_obj, &cb, sizeof(Py_ssize_t), 1, "counts") < 0) {
+    if (values_view(tf_obj, &cb, sizeof(Py_ssize_t), 1, "tf") < 0) {
         PyBuffer_Release(&sb);
         return NULL;
     }
-    if (values_view(scratch_obj, &xb, sizeof(Py_ssize_t), 1, "scratch") < 0) {
-        PyBuffer_Release(&sb);
-        PyBuffer_Release(&cb);
-        return NULL;
-    }
-    PyObject *result = NULL;
-    Py_ssize_t size = PyList_GET_SIZE(tokens), room = xb.len / (Py_ssize_t)sizeof(Py_ssize_t);
-    Py_ssize_t *slots = sb.buf, *counts = cb.buf, *seen = xb.buf; /* seen: 1 + place in slots */
-    Py_ssize_t distinct = 0, usable = 0, k = 0;
-    if (sb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size || cb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size) {
-        PyErr_SetString(PyExc_ValueError, "slots or counts has too few places");
+    PyObject *result = NULL, *word, *count;
+    Py_ssize_t size = PyDict_GET_SIZE(counts), *slots = sb.buf, *tf = cb.buf;
+    Py_ssize_t distinct = 0, usable = 0, pos = 0;
+    if (sb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size
+        || cb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size) {
+        PyErr_SetString(PyExc_ValueError, "slots or tf has too few places");
         goto done;
     }
-    for (; k < size; k++) {
-        PyObject *found = PyDict_GetItemWithError(slot, PyList_GET_ITEM(tokens, k));
-        if (found == NULL)
-            break; /* not yet slotted (or an error, raised below) */
-        Py_ssize_t s = PyLong_AsSsize_t(found);
-        if (s < 0 || s >= room) {
+    while (PyDict_Next(counts, &pos, &word, &count)) {
+        PyObject *found = PyDict_GetItemWithError(slot, word);
+        if (found == NULL) {
             if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "a slot is out of range");
-            break;
+                result = Py_NewRef(Py_None); /* a new word */
+            goto done;
         }
+        Py_ssize_t s = PyLong_AsSsize_t(found), n = PyLong_AsSsize_t(count);
+        if (PyErr_Occurred())
+            goto done;
         if (s == 0)
             continue;
-        usable++;
-        if (seen[s]) {
-            counts[seen[s] - 1]++;
-        } else {
-            slots[distinct] = s;
-            counts[distinct++] = 1;
-            seen[s] = distinct;
-        }
+        slots[distinct] = s;
+        tf[distinct++] = n;
+        usable += n;
     }
-    for (Py_ssize_t d = 0; d < distinct; d++)
-        seen[slots[d]] = 0;
-    if (PyErr_Occurred())
-        goto done;
-    result = k < size ? Py_NewRef(Py_None) : Py_BuildValue("(nn)", distinct, usable);
+    result = Py_BuildValue("(nn)", distinct, usable);
 done:
     PyBuffer_Release(&sb);
     PyBuffer_Release(&cb);
-    PyBuffer_Release(&xb);
     return result;
 }
 
@@ -574,7 +558,7 @@ static PyMethodDef methods[] = {
     {"number_facts", number_facts, METH_VARARGS,
      "number_facts(units, ids) -> (facts, places, number_ids) or None: a text's numbers' grams"},
     {"count_slots", count_slots, METH_VARARGS,
-     "count_slots(tokens, slot, slots, counts, scratch) -> (distinct, usable) or None"},
+     "count_slots(counts, slot, slots, tf) -> (distinct, usable) or None: words' slots"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -117,7 +117,6 @@ class Weigher:
         # Multiplies a weight by 1 + (something far below any real difference between two
         # weights) taken from the hash, so that equal weights are told apart by their words.
         self._tiebreak = np.ones(size + 1, dtype=np.float64)
-        self._seen = np.zeros(size + 1, dtype=np.uintp)  # the compiled count's scratch
         self._used = 1
 
     def idf(self, word: str) -> float:
@@ -164,17 +163,17 @@ class Weigher:
         Which tokens make the cut never depends on word order: equal weights are told apart
         by the tokens' hashes.
         """
-        if _accelerated is not None and type(tokens) is list:
-            slots = np.empty(len(tokens), np.intp)
-            tf = np.empty(len(tokens), np.intp)
+        counts: dict[str, int] = {}
+        _count_elements(counts, tokens)
+        if _accelerated is not None:
+            slots = np.empty(len(counts), np.intp)
+            tf = np.empty(len(counts), np.intp)
             found = _accelerated.count_slots(
-                tokens, self._slot, slots.view(np.uintp), tf.view(np.uintp), self._seen
+                counts, self._slot, slots.view(np.uintp), tf.view(np.uintp)
             )
             if found is not None:  # else a word is new: slotted below
                 distinct, usable = found
                 return self._top(slots[:distinct], tf[:distinct], usable)
-        counts: dict[str, int] = {}
-        _count_elements(counts, tokens)
         try:
             # itemgetter looks the words up in one C loop: faster than map(dict.get, ...).
             found = (

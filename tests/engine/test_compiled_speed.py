@@ -73,3 +73,9 @@ def test_the_marks_faster_patterns_match_where_the_old_ones_did(texts):
         assert marks._FULL_STOP.sub(".|", text) == old_stop.sub(".|", text)
     bulletless = [t for t in samples if not any(b in t for b in marks._BULLETS)]
     assert all(marks._ITEM.search(t) is None for t in bulletless)
+
+
+def test_a_build_without_the_new_loops_is_refused(monkeypatch):
+    monkeypatch.setattr(native, "FUNCTIONS", (*native.FUNCTIONS, "not_built_yet"))
+    with pytest.raises(native.NativeMismatch, match=r"not_built_yet.*rebuild"):
+        native.compiled()

@@ -493,16 +493,18 @@ done:
 
 /* --- tokens: each distinct word's slot and count ------------------------------------------- */
 
-/* count_slots(counts, slot, slots, tf) -> (distinct, usable) or None: of a text's words counted
- * ({word: count}, in order of first occurrence), each usable word's slot (its value in the dict
- * `slot`; 0 is the unusable words') into `slots` and its count into `tf` (uintp arrays of at
- * least len(counts) places), in that order; returns how many usable words and usable tokens
- * there are, or None when a word has no slot yet (tokens.Weigher fills them). */
+/* count_slots(tokens, slot, slots, tf) -> (distinct, usable) or None: of a list of tokens (str),
+ * each distinct usable word's slot (its value in the dict `slot`; 0 is the unusable words'),
+ * in order of first occurrence, into `slots` and how often it occurs into `tf` (uintp arrays
+ * of at least len(tokens) places); returns how many usable words and usable tokens there are,
+ * or None when a word has no slot yet (tokens.Weigher fills them) or a token is no str. The words are counted in a
+ * small table of this text's own first, then each distinct one is looked up in `slot` once:
+ * that dictionary is too big for the CPU cache. */
 static PyObject *
 count_slots(PyObject *self, PyObject *args)
 {
-    PyObject *counts, *slot, *slots_obj, *tf_obj;
-    if (!PyArg_ParseTuple(args, "O!O!OO:count_slots", &PyDict_Type, &counts, &PyDict_Type,
+    PyObject *tokens, *slot, *slots_obj, *tf_obj;
+    if (!PyArg_ParseTuple(args, "O!O!OO:count_slots", &PyList_Type, &tokens, &PyDict_Type,
                           &slot, &slots_obj, &tf_obj))
         return NULL;
     Py_buffer sb, cb;
@@ -512,32 +514,73 @@ count_slots(PyObject *self, PyObject *args)
         PyBuffer_Release(&sb);
         return NULL;
     }
-    PyObject *result = NULL, *word, *count;
-    Py_ssize_t size = PyDict_GET_SIZE(counts), *slots = sb.buf, *tf = cb.buf;
-    Py_ssize_t distinct = 0, usable = 0, pos = 0;
+    PyObject *result = NULL;
+    Py_ssize_t size = PyList_GET_SIZE(tokens), *slots = sb.buf, *tf = cb.buf;
+    Py_ssize_t room = 16, distinct = 0, found = 0, usable = 0;
+    while (room < 2 * size)
+        room *= 2;
+    Py_ssize_t *place = PyMem_Malloc((size_t)room * sizeof(Py_ssize_t)); /* 1 + distinct, or 0 */
+    Py_hash_t *hashes = PyMem_Malloc((size_t)room * sizeof(Py_hash_t));
+    PyObject **words = PyMem_Malloc((size_t)(size + 1) * sizeof(PyObject *));
+    Py_ssize_t *counts = PyMem_Malloc((size_t)(size + 1) * sizeof(Py_ssize_t));
+    if (place == NULL || hashes == NULL || words == NULL || counts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     if (sb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size
         || cb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size) {
         PyErr_SetString(PyExc_ValueError, "slots or tf has too few places");
         goto done;
     }
-    while (PyDict_Next(counts, &pos, &word, &count)) {
-        PyObject *found = PyDict_GetItemWithError(slot, word);
-        if (found == NULL) {
+    memset(place, 0, (size_t)room * sizeof(Py_ssize_t));
+    for (Py_ssize_t k = 0; k < size; k++) {
+        PyObject *word = PyList_GET_ITEM(tokens, k);
+        if (!PyUnicode_CheckExact(word)) { /* not words: the Python count's business */
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        Py_hash_t h = PyObject_Hash(word);
+        if (h == -1)
+            goto done;
+        size_t i = (size_t)h & (size_t)(room - 1);
+        for (;; i = (i + 1) & (size_t)(room - 1)) {
+            Py_ssize_t d = place[i];
+            if (d == 0) { /* a new word */
+                place[i] = ++distinct;
+                hashes[i] = h;
+                words[distinct - 1] = word;
+                counts[distinct - 1] = 1;
+                break;
+            }
+            PyObject *other = words[d - 1];
+            if (hashes[i] == h && (other == word || PyUnicode_Compare(other, word) == 0)) {
+                counts[d - 1]++;
+                break;
+            }
+        }
+    }
+    for (Py_ssize_t d = 0; d < distinct; d++) {
+        PyObject *value = PyDict_GetItemWithError(slot, words[d]);
+        if (value == NULL) {
             if (!PyErr_Occurred())
                 result = Py_NewRef(Py_None); /* a new word */
             goto done;
         }
-        Py_ssize_t s = PyLong_AsSsize_t(found), n = PyLong_AsSsize_t(count);
-        if (PyErr_Occurred())
+        Py_ssize_t s = PyLong_AsSsize_t(value);
+        if (s == -1 && PyErr_Occurred())
             goto done;
         if (s == 0)
             continue;
-        slots[distinct] = s;
-        tf[distinct++] = n;
-        usable += n;
+        slots[found] = s;
+        tf[found++] = counts[d];
+        usable += counts[d];
     }
-    result = Py_BuildValue("(nn)", distinct, usable);
+    result = Py_BuildValue("(nn)", found, usable);
 done:
+    PyMem_Free(place);
+    PyMem_Free(hashes);
+    PyMem_Free(words);
+    PyMem_Free(counts);
     PyBuffer_Release(&sb);
     PyBuffer_Release(&cb);
     return result;
@@ -558,7 +601,7 @@ static PyMethodDef methods[] = {
     {"number_facts", number_facts, METH_VARARGS,
      "number_facts(units, ids) -> (facts, places, number_ids) or None: a text's numbers' grams"},
     {"count_slots", count_slots, METH_VARARGS,
-     "count_slots(counts, slot, slots, tf) -> (distinct, usable) or None: words' slots"},
+     "count_slots(tokens, slot, slots, tf) -> (distinct, usable) or None: words' slots, counts"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -163,17 +163,17 @@ class Weigher:
         Which tokens make the cut never depends on word order: equal weights are told apart
         by the tokens' hashes.
         """
-        counts: dict[str, int] = {}
-        _count_elements(counts, tokens)
-        if _accelerated is not None:
-            slots = np.empty(len(counts), np.intp)
-            tf = np.empty(len(counts), np.intp)
+        if _accelerated is not None and type(tokens) is list:
+            slots = np.empty(len(tokens), np.intp)
+            tf = np.empty(len(tokens), np.intp)
             found = _accelerated.count_slots(
-                counts, self._slot, slots.view(np.uintp), tf.view(np.uintp)
+                tokens, self._slot, slots.view(np.uintp), tf.view(np.uintp)
             )
             if found is not None:  # else a word is new: slotted below
                 distinct, usable = found
                 return self._top(slots[:distinct], tf[:distinct], usable)
+        counts: dict[str, int] = {}
+        _count_elements(counts, tokens)
         try:
             # itemgetter looks the words up in one C loop: faster than map(dict.get, ...).
             found = (

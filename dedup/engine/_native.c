@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The constants the numpy code (dedup.engine.native) shares; the module exports them, and
@@ -369,6 +370,222 @@ firsts(PyObject *self, PyObject *args)
     return result;
 }
 
+/* --- facts: the grams that hold a number, and its place ------------------------------------- */
+
+#define ANY_NUMBER 0x10FFFFu /* what a number stands for in its place's grams (facts.ANY_NUMBER) */
+#define PLACES 2
+
+typedef struct {
+    uint32_t code, id;
+} number_entry;
+
+static int
+entry_order(const void *a, const void *b)
+{
+    uint32_t x = ((const number_entry *)a)->code, y = ((const number_entry *)b)->code;
+    return (x > y) - (x < y);
+}
+
+/* The id of a code point that is a number (its entry in the sorted table), or NULL. */
+static const number_entry *
+number_of(const number_entry *table, Py_ssize_t count, uint32_t code)
+{
+    Py_ssize_t lo = 0, hi = count;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (table[mid].code < code)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < count && table[lo].code == code ? &table[lo] : NULL;
+}
+
+static PyObject *
+u32_bytearray(const uint32_t *values, Py_ssize_t count)
+{
+    return PyByteArray_FromStringAndSize((const char *)values, count * (Py_ssize_t)sizeof(uint32_t));
+}
+
+/* number_facts(units, ids) -> (facts, places, number_ids) or None: what facts.fact_shingles,
+ * fact_places and fact_ids return, in one pass, as bytearrays of uint32. `units`: passage_lines'
+ * text; `ids`: {code point of a number: its id}. None where the text states no number or is
+ * shorter than a gram (line ends left out). */
+static PyObject *
+number_facts(PyObject *self, PyObject *args)
+{
+    PyObject *text, *ids;
+    if (!PyArg_ParseTuple(args, "UO!:number_facts", &text, &PyDict_Type, &ids))
+        return NULL;
+    Py_ssize_t count = PyDict_GET_SIZE(ids);
+    if (count == 0)
+        Py_RETURN_NONE;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text), length = 0, found = 0;
+    PyObject *result = NULL;
+    number_entry *table = PyMem_Malloc((size_t)count * sizeof(number_entry));
+    uint32_t *codes = PyMem_Malloc((size_t)(size + 1) * sizeof(uint32_t));
+    uint32_t *anon = PyMem_Malloc((size_t)(size + 1) * sizeof(uint32_t));
+    Py_ssize_t *at = PyMem_Malloc((size_t)(size + 1) * sizeof(Py_ssize_t));
+    uint32_t *out = NULL;
+    if (table == NULL || codes == NULL || anon == NULL || at == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, k = 0;
+    while (PyDict_Next(ids, &pos, &key, &value)) {
+        unsigned long code = PyLong_AsUnsignedLong(key), id = PyLong_AsUnsignedLong(value);
+        if (PyErr_Occurred())
+            goto done;
+        table[k].code = (uint32_t)code;
+        table[k++].id = (uint32_t)id;
+    }
+    qsort(table, (size_t)count, sizeof(number_entry), entry_order);
+    uint32_t least = table[0].code;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == '\n')
+            continue;
+        anon[length] = c;
+        if (c >= least && number_of(table, count, c) != NULL) {
+            at[found++] = length;
+            anon[length] = ANY_NUMBER;
+        }
+        codes[length++] = c;
+    }
+    if (length < GRAM || found == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t n = length - GRAM + 1;
+    out = PyMem_Malloc((size_t)found * (GRAM + PLACES + 1) * sizeof(uint32_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint32_t *facts = out, *places = out + found * GRAM, *number_ids = places + found * PLACES;
+    for (Py_ssize_t f = 0; f < found; f++) {
+        Py_ssize_t p = at[f];
+        for (Py_ssize_t j = 0; j < GRAM; j++) { /* the grams that hold it */
+            Py_ssize_t start = p - GRAM + 1 + j;
+            facts[f * GRAM + j] =
+                start < 0 || start >= n ? 0 : (uint32_t)(gram_hash(codes, start) >> 32);
+        }
+        Py_ssize_t before = p - GRAM + 1, around = p - 1; /* its place: clipped to the text */
+        before = before < 0 ? 0 : before >= n ? n - 1 : before;
+        around = around < 0 ? 0 : around >= n ? n - 1 : around;
+        places[f * PLACES] = (uint32_t)(gram_hash(anon, before) >> 32);
+        places[f * PLACES + 1] = (uint32_t)(gram_hash(anon, around) >> 32);
+        number_ids[f] = number_of(table, count, codes[p])->id;
+    }
+    result = Py_BuildValue("(NNN)", u32_bytearray(facts, found * GRAM),
+                           u32_bytearray(places, found * PLACES), u32_bytearray(number_ids, found));
+done:
+    PyMem_Free(table);
+    PyMem_Free(codes);
+    PyMem_Free(anon);
+    PyMem_Free(at);
+    PyMem_Free(out);
+    return result;
+}
+
+/* --- tokens: each distinct word's slot and count ------------------------------------------- */
+
+/* count_slots(tokens, slot, slots, tf) -> (distinct, usable) or None: of a list of tokens (str),
+ * each distinct usable word's slot (its value in the dict `slot`; 0 is the unusable words'),
+ * in order of first occurrence, into `slots` and how often it occurs into `tf` (uintp arrays
+ * of at least len(tokens) places); returns how many usable words and usable tokens there are,
+ * or None when a word has no slot yet (tokens.Weigher fills them) or a token is no str. The words are counted in a
+ * small table of this text's own first, then each distinct one is looked up in `slot` once:
+ * that dictionary is too big for the CPU cache. */
+static PyObject *
+count_slots(PyObject *self, PyObject *args)
+{
+    PyObject *tokens, *slot, *slots_obj, *tf_obj;
+    if (!PyArg_ParseTuple(args, "O!O!OO:count_slots", &PyList_Type, &tokens, &PyDict_Type,
+                          &slot, &slots_obj, &tf_obj))
+        return NULL;
+    Py_buffer sb, cb;
+    if (values_view(slots_obj, &sb, sizeof(Py_ssize_t), 1, "slots") < 0)
+        return NULL;
+    if (values_view(tf_obj, &cb, sizeof(Py_ssize_t), 1, "tf") < 0) {
+        PyBuffer_Release(&sb);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t size = PyList_GET_SIZE(tokens), *slots = sb.buf, *tf = cb.buf;
+    Py_ssize_t room = 16, distinct = 0, found = 0, usable = 0;
+    while (room < 2 * size)
+        room *= 2;
+    Py_ssize_t *place = PyMem_Malloc((size_t)room * sizeof(Py_ssize_t)); /* 1 + distinct, or 0 */
+    Py_hash_t *hashes = PyMem_Malloc((size_t)room * sizeof(Py_hash_t));
+    PyObject **words = PyMem_Malloc((size_t)(size + 1) * sizeof(PyObject *));
+    Py_ssize_t *counts = PyMem_Malloc((size_t)(size + 1) * sizeof(Py_ssize_t));
+    if (place == NULL || hashes == NULL || words == NULL || counts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (sb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size
+        || cb.len / (Py_ssize_t)sizeof(Py_ssize_t) < size) {
+        PyErr_SetString(PyExc_ValueError, "slots or tf has too few places");
+        goto done;
+    }
+    memset(place, 0, (size_t)room * sizeof(Py_ssize_t));
+    for (Py_ssize_t k = 0; k < size; k++) {
+        PyObject *word = PyList_GET_ITEM(tokens, k);
+        if (!PyUnicode_CheckExact(word)) { /* not words: the Python count's business */
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        Py_hash_t h = PyObject_Hash(word);
+        if (h == -1)
+            goto done;
+        size_t i = (size_t)h & (size_t)(room - 1);
+        for (;; i = (i + 1) & (size_t)(room - 1)) {
+            Py_ssize_t d = place[i];
+            if (d == 0) { /* a new word */
+                place[i] = ++distinct;
+                hashes[i] = h;
+                words[distinct - 1] = word;
+                counts[distinct - 1] = 1;
+                break;
+            }
+            PyObject *other = words[d - 1];
+            if (hashes[i] == h && (other == word || PyUnicode_Compare(other, word) == 0)) {
+                counts[d - 1]++;
+                break;
+            }
+        }
+    }
+    for (Py_ssize_t d = 0; d < distinct; d++) {
+        PyObject *value = PyDict_GetItemWithError(slot, words[d]);
+        if (value == NULL) {
+            if (!PyErr_Occurred())
+                result = Py_NewRef(Py_None); /* a new word */
+            goto done;
+        }
+        Py_ssize_t s = PyLong_AsSsize_t(value);
+        if (s == -1 && PyErr_Occurred())
+            goto done;
+        if (s == 0)
+            continue;
+        slots[found] = s;
+        tf[found++] = counts[d];
+        usable += counts[d];
+    }
+    result = Py_BuildValue("(nn)", found, usable);
+done:
+    PyMem_Free(place);
+    PyMem_Free(hashes);
+    PyMem_Free(words);
+    PyMem_Free(counts);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&cb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"shared_count", shared_count, METH_VARARGS,
      "shared_count(x, y) -> int: values two sorted distinct uint32 arrays share"},
@@ -381,6 +598,10 @@ static PyMethodDef methods[] = {
      "grams(normal, least, packed, keys) -> (codes, grams, passages): a text's gram table"},
     {"firsts", firsts, METH_VARARGS,
      "firsts(packed, shingles, passage_of) -> int: each distinct shingle and its first passage"},
+    {"number_facts", number_facts, METH_VARARGS,
+     "number_facts(units, ids) -> (facts, places, number_ids) or None: a text's numbers' grams"},
+    {"count_slots", count_slots, METH_VARARGS,
+     "count_slots(tokens, slot, slots, tf) -> (distinct, usable) or None: words' slots, counts"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -215,6 +215,14 @@ def features_of(fingerprint: int | None, normal: str) -> Features:
         features = _features_native(fingerprint, units, length)
     else:
         features = _features_numpy(fingerprint, units, length)
+    if merge.accelerated is not None:  # the three in one pass
+        found = merge.accelerated.number_facts(units, ids) if ids else None
+        if found is not None:
+            facts, places, number_ids = (np.frombuffer(b, np.uint32) for b in found)
+            object.__setattr__(features, "facts", facts)
+            object.__setattr__(features, "places", places)
+            object.__setattr__(features, "number_ids", number_ids)
+        return features
     facts = fact_shingles(units, numbers)
     if len(facts):
         object.__setattr__(features, "facts", facts)

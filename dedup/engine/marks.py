@@ -24,15 +24,18 @@ import re
 _SENTENCE_ENDS = "。！？；!?;"
 # A full stop ends a sentence of a spaced script where a word (not a number, as in "3.14" or
 # "v2.") ends before it and a space follows.
-_FULL_STOP = re.compile(r"(?<=[^\W\d_]{2})\.(?=\s)")
+# (The pattern starts with the full stop and looks behind only then, which lets the regex
+# engine skip quickly to candidates; so do _SOFT_BREAK's line break.)
+_FULL_STOP = re.compile(r"\.(?<=[^\W\d_]{2}\.)(?=\s)")
 _LINE_END = re.compile(r"[^\S\n]+\n")  # white space before a line break
 SENTENCE_MARK = " \n"
 # Two sentence marks: a line that ends in them is a list item (passage_lines).
 ITEM_MARK = SENTENCE_MARK * 2
 # A line break between text and a line that goes on in lowercase (after its indentation and
 # any quote marks "> "): a wrapped line.
-_SOFT_BREAK = re.compile(r"(?<=\S)\n(?=[^\S\n]*(?:>[^\S\n]*)*[a-z])")
+_SOFT_BREAK = re.compile(r"\n(?<=\S\n)(?=[^\S\n]*(?:>[^\S\n]*)*[a-z])")
 # A list item: a bullet and a space at the start of a line (after indentation and quote marks).
+_BULLETS = "*+•-"
 _ITEM = re.compile(r"^[^\S\n]*(?:>[^\S\n]*)*[*+•-][^\S\n]+\S.*$", re.MULTILINE)
 
 
@@ -43,7 +46,8 @@ def mark_passages(text: str) -> str:
         text = _LINE_END.sub("\n", text)
     if "\n" in text:
         text = _SOFT_BREAK.sub(" ", text)
-        text = _ITEM.sub(_marked_item, text)
+        if any(bullet in text for bullet in _BULLETS):  # most texts have no list
+            text = _ITEM.sub(_marked_item, text)
     for end in _SENTENCE_ENDS:
         if end in text:
             text = text.replace(end, end + SENTENCE_MARK)

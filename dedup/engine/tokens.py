@@ -13,6 +13,12 @@ from operator import itemgetter
 import mmh3
 import numpy as np
 
+from dedup.engine import native
+
+# The compiled module (dedup.engine._native) counts a text's words by slot in one C loop; the
+# same counts as the dict and numpy below, in the same order (tests/engine/test_golden.py).
+_accelerated = native.load()
+
 Cutter = Callable[[str], list[str]]
 
 # 1 + ln(tf) for term frequencies up to 4095 (higher counts are capped: they never occur in
@@ -157,6 +163,15 @@ class Weigher:
         Which tokens make the cut never depends on word order: equal weights are told apart
         by the tokens' hashes.
         """
+        if _accelerated is not None and type(tokens) is list:
+            slots = np.empty(len(tokens), np.intp)
+            tf = np.empty(len(tokens), np.intp)
+            found = _accelerated.count_slots(
+                tokens, self._slot, slots.view(np.uintp), tf.view(np.uintp)
+            )
+            if found is not None:  # else a word is new: slotted below
+                distinct, usable = found
+                return self._top(slots[:distinct], tf[:distinct], usable)
         counts: dict[str, int] = {}
         _count_elements(counts, tokens)
         try:
@@ -173,12 +188,19 @@ class Weigher:
         keep = slots.nonzero()[0]  # usable words only (slot 0 is the others'), in order
         slots = slots[keep]
         tf = np.fromiter(counts.values(), np.intp, len(counts))[keep]
+        return self._top(slots, tf, int(tf.sum()))
+
+    def _top(
+        self, slots: np.ndarray, tf: np.ndarray, usable: int
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Return the top-N of the usable words in `slots` (in order of first occurrence), by
+        TF-IDF, with their weights, and `usable`."""
         idf = self._idf[slots]
         weights = (_LOG_TF[np.minimum(tf, len(_LOG_TF) - 1)] if self.log_tf else tf) * idf
         if len(slots) > self.top_n:
             top = np.argpartition(weights * self._tiebreak[slots], -self.top_n)[-self.top_n :]
             slots, weights = slots[top], weights[top]
-        return slots, weights, int(tf.sum())
+        return slots, weights, usable
 
     def hashes(self, slots: np.ndarray) -> np.ndarray:
         """Return the 64-bit hashes of the words in some slots."""

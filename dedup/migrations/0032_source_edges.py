@@ -1,0 +1,137 @@
+# Who copies whom (SourceEdge): counts of cross-source matches per (original source, copying
+# source, kind, copy's day), kept by statement triggers with transition tables on dedup_match
+# in the transaction of every write, so that the sources pages read a few thousand rows, not
+# a million matches. A match counts as its two articles' sources are when it is written.
+
+from django.db import migrations, models
+
+# The matches of a transition table as edges: the original is the article dated first (the
+# lower id on a tie); matches within one source or with a blank source are left out.
+EDGES = """
+    SELECT CASE WHEN f.flip THEN y.source ELSE x.source END AS original,
+           CASE WHEN f.flip THEN x.source ELSE y.source END AS copier,
+           m.kind,
+           (CASE WHEN f.flip THEN x.dated_at ELSE y.dated_at END AT TIME ZONE 'UTC')::date AS day,
+           abs(EXTRACT(EPOCH FROM y.dated_at - x.dated_at))::bigint AS lag
+    FROM {rows} m
+    JOIN dedup_article x ON x.id = m.a_id
+    JOIN dedup_article y ON y.id = m.b_id
+    CROSS JOIN LATERAL (SELECT (y.dated_at, y.id) < (x.dated_at, x.id) AS flip) f
+    WHERE x.source <> '' AND y.source <> '' AND x.source <> y.source
+"""
+
+ADD = """
+    INSERT INTO dedup_source_edge AS e (original, copier, kind, day, copies, lag_seconds)
+    SELECT original, copier, kind, day, {sign} * count(*), {sign} * sum(lag)
+    FROM ({edges}) edges GROUP BY original, copier, kind, day
+    ORDER BY original, copier, kind, day
+    ON CONFLICT (original, copier, kind, day) DO UPDATE
+    SET copies = e.copies + EXCLUDED.copies, lag_seconds = e.lag_seconds + EXCLUDED.lag_seconds;
+"""
+
+FORWARD = f"""
+CREATE FUNCTION dedup_source_edges_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+{ADD.format(sign=1, edges=EDGES.format(rows="added"))}
+    RETURN NULL;
+END
+$$;
+CREATE FUNCTION dedup_source_edges_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+{ADD.format(sign=-1, edges=EDGES.format(rows="removed"))}
+    DELETE FROM dedup_source_edge WHERE copies <= 0;
+    RETURN NULL;
+END
+$$;
+CREATE FUNCTION dedup_source_edges_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM dedup_source_edge;
+    RETURN NULL;
+END
+$$;
+CREATE FUNCTION dedup_source_edges_rebuild() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM dedup_source_edge;
+{ADD.format(sign=1, edges=EDGES.format(rows="dedup_match"))}
+END
+$$;
+CREATE TRIGGER dedup_source_edges_insert AFTER INSERT ON dedup_match
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION dedup_source_edges_added();
+CREATE TRIGGER dedup_source_edges_update_old AFTER UPDATE ON dedup_match
+    REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION dedup_source_edges_removed();
+CREATE TRIGGER dedup_source_edges_update_new AFTER UPDATE ON dedup_match
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION dedup_source_edges_added();
+CREATE TRIGGER dedup_source_edges_delete AFTER DELETE ON dedup_match
+    REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION dedup_source_edges_removed();
+CREATE TRIGGER dedup_source_edges_truncate AFTER TRUNCATE ON dedup_match
+    FOR EACH STATEMENT EXECUTE FUNCTION dedup_source_edges_truncated();
+SELECT dedup_source_edges_rebuild();
+"""
+
+BACKWARD = """
+DROP TRIGGER dedup_source_edges_truncate ON dedup_match;
+DROP TRIGGER dedup_source_edges_delete ON dedup_match;
+DROP TRIGGER dedup_source_edges_update_new ON dedup_match;
+DROP TRIGGER dedup_source_edges_update_old ON dedup_match;
+DROP TRIGGER dedup_source_edges_insert ON dedup_match;
+DROP FUNCTION dedup_source_edges_rebuild();
+DROP FUNCTION dedup_source_edges_truncated();
+DROP FUNCTION dedup_source_edges_removed();
+DROP FUNCTION dedup_source_edges_added();
+"""
+
+
+class Migration(migrations.Migration):
+    dependencies = [("dedup", "0031_settling")]
+
+    operations = [
+        migrations.CreateModel(
+            name="SourceEdge",
+            fields=[
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "original",
+                        "copier",
+                        "kind",
+                        "day",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("original", models.CharField(max_length=200, verbose_name="original source")),
+                ("copier", models.CharField(max_length=200, verbose_name="copying source")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("exact", "exact copy"),
+                            ("near", "near copy"),
+                            ("partial", "partial copy"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("day", models.DateField()),
+                ("copies", models.IntegerField(default=0)),
+                ("lag_seconds", models.BigIntegerField(default=0)),
+            ],
+            options={"db_table": "dedup_source_edge"},
+        ),
+        # The overview over a period, and a source's copiers: by day, by copier.
+        migrations.AddIndex(
+            model_name="sourceedge",
+            index=models.Index(fields=["day"], name="source_edge_day"),
+        ),
+        migrations.AddIndex(
+            model_name="sourceedge",
+            index=models.Index(fields=["copier", "day"], name="source_edge_copier"),
+        ),
+        migrations.RunSQL(FORWARD, BACKWARD),
+    ]

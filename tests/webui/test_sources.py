@@ -1,0 +1,104 @@
+"""Who copies whom: the counts the match table's triggers keep, a source's copies, the
+sources pages, their CSV and API, and who may see them."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.test import Client
+
+from dedup import selectors
+from dedup.models import Match, SourceEdge
+from tests.webui.conftest import WHEN, article, user_in
+
+pytestmark = pytest.mark.django_db
+
+HOUR = dt.timedelta(hours=1)
+
+
+def match(x, y, kind="near", similarity=0.9):
+    a, b = sorted((x.pk, y.pk))
+    return Match.objects.create(a_id=a, b_id=b, kind=kind, similarity=similarity, distance=3)
+
+
+@pytest.fixture
+def copies():
+    """新华社 publishes first; 人民日报 copies two of its articles (near, partial), one of
+    them received earlier than its original was published; 澎湃 copies one; a match within
+    one source and one with no source count for nobody."""
+    x1 = article(1, source="新华社", dated_at=WHEN)
+    x2 = article(2, source="新华社", dated_at=WHEN + HOUR)
+    # Arrived first (lower id) but dated later: the copy, all the same.
+    r1 = article(3, source="人民日报", dated_at=WHEN + 3 * HOUR)
+    r2 = article(4, source="人民日报", dated_at=WHEN + 2 * HOUR)
+    p1 = article(5, source="澎湃", dated_at=WHEN + dt.timedelta(days=2))
+    x3 = article(6, source="新华社", dated_at=WHEN + 4 * HOUR)
+    blank = article(7, source="", dated_at=WHEN + 5 * HOUR)
+    match(x1, r1)
+    match(x2, r2, kind="partial", similarity=0.5)
+    match(x1, p1)
+    match(x1, x3)
+    match(x2, blank)
+    return {"x1": x1, "x2": x2, "r1": r1, "r2": r2, "p1": p1}
+
+
+def test_triggers_count_copies_per_sources_kind_and_day(copies):
+    rows = sorted(
+        SourceEdge.objects.values_list("original", "copier", "kind", "day", "copies", "lag_seconds")
+    )
+    assert rows == [
+        ("新华社", "人民日报", "near", WHEN.date(), 1, 3 * 3600),
+        ("新华社", "人民日报", "partial", WHEN.date(), 1, 3600),
+        ("新华社", "澎湃", "near", (WHEN + dt.timedelta(days=2)).date(), 1, 2 * 86400),
+    ]
+
+
+def test_triggers_follow_updates_and_deletes(copies):
+    Match.objects.filter(a_id=copies["x1"].pk, b_id=copies["r1"].pk).update(kind="exact")
+    kinds = dict(SourceEdge.objects.filter(copier="人民日报").values_list("kind", "copies"))
+    assert kinds == {"exact": 1, "partial": 1}
+    copies["p1"].delete()
+    assert not SourceEdge.objects.filter(copier="澎湃").exists()
+    Match.objects.all().delete()
+    assert not SourceEdge.objects.exists()
+
+
+def test_overview_ranks_copiers_and_copied_over_a_period(copies):
+    overview = selectors.sources_overview()
+    assert [(r.source, r.copies, r.partners) for r in overview["copiers"]] == [
+        ("人民日报", 2, 1),
+        ("澎湃", 1, 1),
+    ]
+    assert [(r.source, r.copies) for r in overview["copied"]] == [("新华社", 3)]
+    edge = overview["edges"][0]
+    assert (edge.original, edge.copier, edge.near, edge.partial, edge.lag_mean) == (
+        "新华社",
+        "人民日报",
+        1,
+        1,
+        2 * 3600,
+    )
+    first_day = selectors.Period(since=WHEN.date(), until=WHEN.date())
+    assert [e.copier for e in selectors.sources_overview(first_day)["edges"]] == ["人民日报"]
+    later = selectors.Period(since=WHEN.date() + dt.timedelta(days=1))
+    assert [e.copier for e in selectors.sources_overview(later)["edges"]] == ["澎湃"]
+
+
+def test_source_copies_both_ways_newest_first(copies):
+    copied, more = selectors.source_copies("新华社")
+    assert not more
+    assert [(c.original_id, c.copy_id, c.kind) for c in copied] == [
+        (copies["x1"].pk, copies["p1"].pk, "near"),
+        (copies["x1"].pk, copies["r1"].pk, "near"),
+        (copies["x2"].pk, copies["r2"].pk, "partial"),
+    ]
+    assert copied[0].lag_seconds == 2 * 86400
+    taken, _ = selectors.source_copies("人民日报", taken=True)
+    assert [(c.original_source, c.copy_id) for c in taken] == [
+        ("新华社", copies["r1"].pk),
+        ("新华社", copies["r2"].pk),
+    ]
+    assert selectors.source_copies("人民日报")[0] == []  # copied from nobody
+    day = selectors.Period(until=WHEN.date())
+    assert len(selectors.source_copies("新华社", period=day)[0]) == 2

@@ -102,3 +102,57 @@ def test_source_copies_both_ways_newest_first(copies):
     assert selectors.source_copies("人民日报")[0] == []  # copied from nobody
     day = selectors.Period(until=WHEN.date())
     assert len(selectors.source_copies("新华社", period=day)[0]) == 2
+
+
+PAGES = ["/sources/", "/sources/新华社/", "/sources/edges.csv"]
+
+
+@pytest.mark.parametrize("address", PAGES)
+def test_pages_need_a_signed_in_editor(address, copies, django_user_model):
+    anonymous = Client().get(address)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/accounts/login/")
+    nobody = Client()
+    nobody.force_login(user_in(django_user_model, None, "no.role"))
+    assert nobody.get(address).status_code == 403
+
+
+def test_overview_draws_the_graph_and_ranks(editor_client, copies):
+    page = editor_client.get("/sources/").content.decode()
+    assert page.count("<line ") == 2 and page.count("<circle ") == 3
+    assert 'href="/sources/%E4%BA%BA%E6%B0%91%E6%97%A5%E6%8A%A5/"' in page  # 人民日报
+    assert "/sources/edges.csv" in page
+    later = editor_client.get("/sources/", {"since": "2024-05-02"}).content.decode()
+    assert later.count("<line ") == 1
+    assert editor_client.get("/sources/", {"since": "tomorrow"}).status_code == 400
+
+
+def test_names_and_titles_are_escaped(editor_client):
+    evil = '<script>alert(1)</script>"'
+    x = article(1, source=evil, title="<img src=x onerror=alert(2)>", dated_at=WHEN)
+    y = article(2, source="新华社", dated_at=WHEN + HOUR)
+    match(x, y)
+    for address in ["/sources/", "/sources/新华社/"]:
+        page = editor_client.get(address).content.decode()
+        assert "<script>alert" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_source_page_lists_copies_both_ways_linking_to_compare(editor_client, copies):
+    page = editor_client.get("/sources/新华社/").content.decode()
+    x1, r1, p1 = copies["x1"].pk, copies["r1"].pk, copies["p1"].pk
+    assert f'href="/compare/{x1}/{r1}/"' in page and f'href="/compare/{x1}/{p1}/"' in page
+    assert "2.0 d" in page  # 澎湃 copied two days later
+    taken = editor_client.get("/sources/人民日报/").content.decode()
+    assert f'href="/compare/{x1}/{r1}/"' in taken.split('id="taken"')[1]
+    assert editor_client.get("/sources/nobody/").status_code == 404
+
+
+def test_edges_csv_has_a_bom_and_guards_formulas(editor_client):
+    x = article(1, source="=HYPERLINK(\"http://evil\")", dated_at=WHEN)
+    y = article(2, source="新华社", dated_at=WHEN + HOUR)
+    match(x, y)
+    response = editor_client.get("/sources/edges.csv")
+    body = b"".join(response.streaming_content).decode("utf-8")
+    assert response["Content-Type"].startswith("text/csv")
+    assert body.startswith("\ufefforiginal,copier,copies")
+    assert "\"'=HYPERLINK(\"\"http://evil\"\")\",新华社,1,0,1,0,3600.0" in body

@@ -148,11 +148,40 @@ def test_source_page_lists_copies_both_ways_linking_to_compare(editor_client, co
 
 
 def test_edges_csv_has_a_bom_and_guards_formulas(editor_client):
-    x = article(1, source="=HYPERLINK(\"http://evil\")", dated_at=WHEN)
+    x = article(1, source='=HYPERLINK("http://evil")', dated_at=WHEN)
     y = article(2, source="新华社", dated_at=WHEN + HOUR)
     match(x, y)
     response = editor_client.get("/sources/edges.csv")
     body = b"".join(response.streaming_content).decode("utf-8")
     assert response["Content-Type"].startswith("text/csv")
     assert body.startswith("\ufefforiginal,copier,copies")
-    assert "\"'=HYPERLINK(\"\"http://evil\"\")\",新华社,1,0,1,0,3600.0" in body
+    assert '"\'=HYPERLINK(""http://evil"")",新华社,1,0,1,0,3600.0' in body
+
+
+def test_api_sources_and_copies(copies, django_user_model):
+    from django.contrib.auth.models import Permission
+
+    from dedup.models import ApiToken
+
+    user = django_user_model.objects.create_user("reader")
+    user.user_permissions.add(Permission.objects.get(codename="view_article"))
+    client = Client(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
+    assert Client().get("/api/sources").status_code == 401
+    body = client.get("/api/sources", {"until": "2024-05-01"}).json()
+    assert body["copiers"] == [{"source": "人民日报", "copies": 2, "partners": 1}]
+    assert body["edges"][0] == {
+        "original": "新华社",
+        "copier": "人民日报",
+        "copies": 2,
+        "exact": 0,
+        "near": 1,
+        "partial": 1,
+        "lag_mean_seconds": 7200.0,
+    }
+    page = client.get("/api/sources/人民日报/copies", {"taken": "true"}).json()
+    assert [(c["original"]["id"], c["copy"]["id"]) for c in page["copies"]] == [
+        (copies["x1"].pk, copies["r1"].pk),
+        (copies["x2"].pk, copies["r2"].pk),
+    ]
+    assert page["copies"][0]["lag_seconds"] == 3 * 3600 and page["more"] is False
+    assert client.get("/api/sources/nobody/copies").status_code == 404

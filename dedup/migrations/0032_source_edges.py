@@ -134,4 +134,14 @@ class Migration(migrations.Migration):
             index=models.Index(fields=["copier", "day"], name="source_edge_copier"),
         ),
         migrations.RunSQL(FORWARD, BACKWARD),
+        # A source's newest articles, for its copies newest first (replaces the source's index).
+        migrations.AlterField(
+            model_name="article",
+            name="source",
+            field=models.CharField(blank=True, max_length=200, verbose_name="source"),
+        ),
+        migrations.AddIndex(
+            model_name="article",
+            index=models.Index(fields=["source", "dated_at"], name="article_source_dated"),
+        ),
     ]

@@ -178,8 +178,9 @@ _BRANCH = """
 def source_copies(
     name: str, *, taken: bool = False, period: Period = Period(), page: int = 1
 ) -> tuple[list[Copy], bool]:
-    """Return a page of a source's copies, newest copy first, and whether more follow: the
-    copies others made of its articles, or (taken) those it made of others'."""
+    """Return a page of a source's copies and whether more follow: the copies others made of
+    its articles (newest original first, then newest copy), or (taken) those it made of
+    others' (newest copy first)."""
     mine, other = ("c", "o") if taken else ("o", "c")
     since, until = period.bounds()
     clauses, bounds = "", []
@@ -195,7 +196,10 @@ def source_copies(
             _BRANCH.format(mine=mine, other=other, side=side, other_side=other_side, period=clauses)
         )
         params += [name, name, *bounds]
-    sql = " UNION ALL ".join(branches) + " ORDER BY 11 DESC, 8 DESC LIMIT %s OFFSET %s"
+    # Newest first by the source's own article (the original, or the copy when taken): what
+    # its index on (source, dated_at) reads in order, stopping after a page.
+    order = "11 DESC, 8 DESC" if taken else "7 DESC, 4 DESC, 11 DESC, 8 DESC"
+    sql = " UNION ALL ".join(branches) + f" ORDER BY {order} LIMIT %s OFFSET %s"
     params += [PER_PAGE + 1, (page - 1) * PER_PAGE]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -1,7 +1,7 @@
 # Who copies whom (SourceEdge): counts of cross-source matches per (original source, copying
-# source, kind, copy's day), kept by statement triggers with transition tables on dedup_match
-# in the transaction of every write, so that the sources pages read a few thousand rows, not
-# a million matches. A match counts as its two articles' sources are when it is written.
+# source, copy's day or month), by kind, kept by statement triggers with transition tables on
+# dedup_match in the transaction of every write, so that the sources pages read months and a
+# few days of counts, not a million matches. A match counts as its two articles' sources are when it is written.
 
 from django.db import migrations, models
 
@@ -20,13 +20,27 @@ EDGES = """
     WHERE x.source <> '' AND y.source <> '' AND x.source <> y.source
 """
 
+# Each edge counted twice: on its day (span "d") and on its month's first day (span "m"), so
+# that a long period reads months and only its ragged ends read days.
 ADD = """
-    INSERT INTO dedup_source_edge AS e (original, copier, kind, day, copies, lag_seconds)
-    SELECT original, copier, kind, day, {sign} * count(*), {sign} * sum(lag)
-    FROM ({edges}) edges GROUP BY original, copier, kind, day
-    ORDER BY original, copier, kind, day
-    ON CONFLICT (original, copier, kind, day) DO UPDATE
-    SET copies = e.copies + EXCLUDED.copies, lag_seconds = e.lag_seconds + EXCLUDED.lag_seconds;
+    INSERT INTO dedup_source_edge AS e
+        (original, copier, span, day, copies, exact, near, partial, lag_seconds)
+    SELECT original, copier, s.span,
+           CASE WHEN s.span = 'm' THEN date_trunc('month', day)::date ELSE day END AS at,
+           {sign} * count(*),
+           {sign} * count(*) FILTER (WHERE kind = 'exact'),
+           {sign} * count(*) FILTER (WHERE kind = 'near'),
+           {sign} * count(*) FILTER (WHERE kind = 'partial'),
+           {sign} * sum(lag)
+    FROM ({edges}) edges CROSS JOIN (VALUES ('d'), ('m')) s (span)
+    GROUP BY original, copier, s.span, at
+    ORDER BY original, copier, s.span, at
+    ON CONFLICT (original, copier, span, day) DO UPDATE SET
+        copies = e.copies + EXCLUDED.copies,
+        exact = e.exact + EXCLUDED.exact,
+        near = e.near + EXCLUDED.near,
+        partial = e.partial + EXCLUDED.partial,
+        lag_seconds = e.lag_seconds + EXCLUDED.lag_seconds;
 """
 
 FORWARD = f"""
@@ -97,7 +111,7 @@ class Migration(migrations.Migration):
                     models.CompositePrimaryKey(
                         "original",
                         "copier",
-                        "kind",
+                        "span",
                         "day",
                         blank=True,
                         editable=False,
@@ -107,31 +121,21 @@ class Migration(migrations.Migration):
                 ),
                 ("original", models.CharField(max_length=200, verbose_name="original source")),
                 ("copier", models.CharField(max_length=200, verbose_name="copying source")),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[
-                            ("exact", "exact copy"),
-                            ("near", "near copy"),
-                            ("partial", "partial copy"),
-                        ],
-                        max_length=10,
-                    ),
-                ),
+                ("span", models.CharField(choices=[("d", "day"), ("m", "month")], max_length=1)),
                 ("day", models.DateField()),
                 ("copies", models.IntegerField(default=0)),
+                ("exact", models.IntegerField(default=0)),
+                ("near", models.IntegerField(default=0)),
+                ("partial", models.IntegerField(default=0)),
                 ("lag_seconds", models.BigIntegerField(default=0)),
             ],
-            options={"db_table": "dedup_source_edge"},
-        ),
-        # The overview over a period, and a source's copiers: by day, by copier.
-        migrations.AddIndex(
-            model_name="sourceedge",
-            index=models.Index(fields=["day"], name="source_edge_day"),
-        ),
-        migrations.AddIndex(
-            model_name="sourceedge",
-            index=models.Index(fields=["copier", "day"], name="source_edge_copier"),
+            options={
+                "db_table": "dedup_source_edge",
+                "indexes": [
+                    models.Index(fields=["span", "day"], name="source_edge_span_day"),
+                    models.Index(fields=["copier", "span", "day"], name="source_edge_copier"),
+                ],
+            },
         ),
         migrations.RunSQL(FORWARD, BACKWARD),
         # A source's newest articles, for its copies newest first (replaces the source's index).

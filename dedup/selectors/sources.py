@@ -14,9 +14,13 @@ from django.db import connection
 from django.db.models import Q, Sum
 
 from dedup.models import Article, SourceEdge
+from dedup.models.sources import Span
 
-KINDS = ("exact", "near", "partial")
 PER_PAGE = 50
+
+
+def _month_next(day: dt.date) -> dt.date:
+    return (day.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
 
 
 @dataclass(frozen=True)
@@ -25,12 +29,26 @@ class Period:
     until: dt.date | None = None
 
     def q(self) -> Q:
-        q = Q()
-        if self.since:
-            q &= Q(day__gte=self.since)
-        if self.until:
-            q &= Q(day__lte=self.until)
-        return q
+        """The SourceEdge rows that count the period once: months wholly inside it, and the
+        days of its ragged ends."""
+        if self.since is None and self.until is None:
+            return Q(span=Span.MONTH)
+        full_from = None
+        if self.since is not None:
+            full_from = self.since if self.since.day == 1 else _month_next(self.since)
+        end = self.until + dt.timedelta(days=1) if self.until is not None else None
+        full_to = end.replace(day=1) if end is not None else None  # months before it: whole
+        if full_from is not None and full_to is not None and full_from >= full_to:
+            return Q(span=Span.DAY, day__gte=self.since, day__lt=end)
+        months = Q(span=Span.MONTH)
+        days = Q()
+        if full_from is not None:
+            months &= Q(day__gte=full_from)
+            days |= Q(span=Span.DAY, day__gte=self.since, day__lt=full_from)
+        if full_to is not None:
+            months &= Q(day__lt=full_to)
+            days |= Q(span=Span.DAY, day__gte=full_to, day__lt=end)
+        return months | days
 
     def bounds(self) -> tuple[dt.datetime | None, dt.datetime | None]:
         """The period as instants: from the first day's start to the day after the last."""
@@ -74,22 +92,19 @@ class Edge:
 
 def source_edges(period: Period = Period(), *, source: str | None = None) -> list[Edge]:
     """Return the edges over a period, most copies first (then by names): all, or those of
-    one source (as original or as copier)."""
+    one source (as original or as copier). Summed in the database: one row per pair."""
     rows = SourceEdge.objects.filter(period.q())
     if source is not None:
         rows = rows.filter(Q(original=source) | Q(copier=source))
-    grouped = rows.values("original", "copier", "kind").annotate(
-        n=Sum("copies"), lag=Sum("lag_seconds")
-    )
-    edges: dict[tuple[str, str], Edge] = {}
-    for row in grouped:
-        edge = edges.setdefault(
-            (row["original"], row["copier"]), Edge(row["original"], row["copier"])
+    grouped = (
+        rows.values_list("original", "copier")
+        .annotate(
+            n=Sum("copies"), e=Sum("exact"), m=Sum("near"), p=Sum("partial"), g=Sum("lag_seconds")
         )
-        setattr(edge, row["kind"], getattr(edge, row["kind"]) + row["n"])
-        edge.copies += row["n"]
-        edge.lag_seconds += row["lag"]
-    return sorted(edges.values(), key=lambda e: (-e.copies, e.original, e.copier))
+        .filter(n__gt=0)
+        .order_by("-n", "original", "copier")
+    )
+    return [Edge(*row) for row in grouped]
 
 
 @dataclass

@@ -15,6 +15,7 @@ from tests.webui.conftest import WHEN, article, user_in
 pytestmark = pytest.mark.django_db
 
 HOUR = dt.timedelta(hours=1)
+DAY = dt.timedelta(days=1)
 
 
 def match(x, y, kind="near", similarity=0.9):
@@ -43,21 +44,48 @@ def copies():
     return {"x1": x1, "x2": x2, "r1": r1, "r2": r2, "p1": p1}
 
 
-def test_triggers_count_copies_per_sources_kind_and_day(copies):
-    rows = sorted(
-        SourceEdge.objects.values_list("original", "copier", "kind", "day", "copies", "lag_seconds")
-    )
+def test_triggers_count_copies_per_sources_day_and_month(copies):
+    fields = ("original", "copier", "span", "day", "copies", "near", "partial", "lag_seconds")
+    rows = sorted(SourceEdge.objects.values_list(*fields))
+    day, month, later = WHEN.date(), WHEN.date().replace(day=1), (WHEN + 2 * DAY).date()
     assert rows == [
-        ("新华社", "人民日报", "near", WHEN.date(), 1, 3 * 3600),
-        ("新华社", "人民日报", "partial", WHEN.date(), 1, 3600),
-        ("新华社", "澎湃", "near", (WHEN + dt.timedelta(days=2)).date(), 1, 2 * 86400),
+        ("新华社", "人民日报", "d", day, 2, 1, 1, 4 * 3600),
+        ("新华社", "人民日报", "m", month, 2, 1, 1, 4 * 3600),
+        ("新华社", "澎湃", "d", later, 1, 1, 0, 2 * 86400),
+        ("新华社", "澎湃", "m", month, 1, 1, 0, 2 * 86400),
     ]
+
+
+def test_a_period_reads_whole_months_and_ragged_days_once():
+    """Copies every day from 10 April to 20 June; any period counts each once."""
+    start = dt.datetime(2024, 4, 10, 12, tzinfo=dt.UTC)
+    for n in range(72):
+        x = article(2 * n, source="新华社", dated_at=start + n * DAY)
+        y = article(2 * n + 1, source="人民日报", dated_at=start + n * DAY + HOUR)
+        match(x, y)
+    last = (start + 71 * DAY).date()
+    assert last == dt.date(2024, 6, 20)
+    cases = [
+        (None, None, 72),
+        (dt.date(2024, 4, 1), None, 72),
+        (dt.date(2024, 4, 15), dt.date(2024, 6, 3), 50),
+        (dt.date(2024, 5, 1), dt.date(2024, 5, 31), 31),
+        (dt.date(2024, 5, 2), dt.date(2024, 5, 30), 29),
+        (None, dt.date(2024, 4, 30), 21),
+        (dt.date(2024, 6, 20), None, 1),
+        (dt.date(2024, 6, 21), None, 0),
+    ]
+    for since, until, expected in cases:
+        edges = selectors.source_edges(selectors.Period(since, until))
+        assert sum(e.copies for e in edges) == expected, (since, until)
 
 
 def test_triggers_follow_updates_and_deletes(copies):
     Match.objects.filter(a_id=copies["x1"].pk, b_id=copies["r1"].pk).update(kind="exact")
-    kinds = dict(SourceEdge.objects.filter(copier="人民日报").values_list("kind", "copies"))
-    assert kinds == {"exact": 1, "partial": 1}
+    kinds = SourceEdge.objects.filter(copier="人民日报", span="d").values_list(
+        "exact", "near", "partial"
+    )
+    assert list(kinds) == [(1, 0, 1)]
     copies["p1"].delete()
     assert not SourceEdge.objects.filter(copier="澎湃").exists()
     Match.objects.all().delete()

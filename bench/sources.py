@@ -140,7 +140,10 @@ def data_build(articles: int, matches: int, sources: int, seed: int) -> dict:
         cursor.execute("SELECT setval('dedup_article_id_seq', %s)", [articles])
         cursor.execute("SELECT setval('dedup_match_id_seq', %s)", [len(pairs)])
         cursor.execute("VACUUM ANALYZE")
-        cursor.execute("SELECT count(*), coalesce(sum(copies), 0) FROM dedup_source_edge")
+        cursor.execute(
+            "SELECT count(*), coalesce(sum(copies) FILTER (WHERE original = '' AND copier = '' "
+            "AND span = 'a'), 0) FROM dedup_source_edge"
+        )
         edge_rows, counted = cursor.fetchone()
     editor = User.objects.create_user("bench-editor", password="x")
     editor.groups.add(Group.objects.get(name="editor"))

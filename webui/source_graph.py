@@ -52,8 +52,9 @@ def _label(name: str) -> str:
     return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
 
-def copy_graph(edges: list[Edge], nodes_max: int = NODES_MAX) -> Graph:
-    """Lay out the edges' sources on a circle and the edges between the ones drawn."""
+def copy_graph(edges: list[Edge], nodes_max: int = NODES_MAX, sources: int = 0) -> Graph:
+    """Lay out the edges' sources on a circle and the edges between the ones drawn; `sources`
+    is how many there are in all (those not drawn are counted as left out)."""
     totals: dict[str, int] = {}
     for edge in edges:
         totals[edge.original] = totals.get(edge.original, 0) + edge.copies
@@ -97,4 +98,4 @@ def copy_graph(edges: list[Edge], nodes_max: int = NODES_MAX) -> Graph:
         node.x, node.y = round(node.x, 1), round(node.y, 1)
         node.lx = round(node.x + dx / norm * (node.r + 6), 1)
         node.ly = round(node.y + dy / norm * (node.r + 6) + 4, 1)
-    return Graph(list(nodes.values()), lines, len(ranked) - len(shown))
+    return Graph(list(nodes.values()), lines, max(sources, len(ranked)) - len(shown))

@@ -72,10 +72,9 @@ def sources(request: HttpRequest) -> HttpResponse:
     overview = selectors.sources_overview(period)
     context = {
         **overview,
-        "graph": copy_graph(overview["edges"]),
+        "graph": copy_graph(overview["edges"], sources=overview["sources"]),
         "period": period,
         "period_query": _period_query(period),
-        "edges_shown": overview["edges"][:100],
     }
     return render(request, "webui/sources/overview.html", context)
 

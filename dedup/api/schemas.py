@@ -201,7 +201,7 @@ class SourcesOut(Schema):
     copies: int = Field(description="copies between sources in the period")
     copiers: list[RankedSource]
     copied: list[RankedSource]
-    edges: list[SourceEdgeOut] = Field(description="most copies first")
+    edges: list[SourceEdgeOut] = Field(description="between the busiest sources, most copies first")
 
 
 class SourceArticle(Schema):

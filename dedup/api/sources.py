@@ -47,11 +47,15 @@ def sources(
     since: str | None = SINCE,
     until: str | None = UNTIL,
     limit: int = Query(20, ge=1, le=1000, description="how many top copiers and most copied"),
+    nodes: int = Query(
+        24, ge=1, le=1000, description="the edges between this many of the busiest sources"
+    ),
 ):
-    """Return the top copiers, the most copied sources and every edge of the copy graph (an
+    """Return the top copiers, the most copied sources and the edges of the copy graph (an
     original source, the source that copied it, how many copies of each kind and the mean
-    lag) over a period. Matches within one source are not counted."""
-    overview = selectors.sources_overview(_period(since, until), limit=limit)
+    lag) between the `nodes` busiest sources, over a period. Matches within one source are
+    not counted."""
+    overview = selectors.sources_overview(_period(since, until), limit=limit, nodes=nodes)
     ranked = lambda rows: [  # noqa: E731
         {"source": r.source, "copies": r.copies, "partners": r.partners} for r in rows
     ]

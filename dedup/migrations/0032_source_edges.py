@@ -20,21 +20,29 @@ EDGES = """
     WHERE x.source <> '' AND y.source <> '' AND x.source <> y.source
 """
 
-# Each edge counted twice: on its day (span "d") and on its month's first day (span "m"), so
-# that a long period reads months and only its ragged ends read days.
+# Each copy counted on its day (span "d"), its month's first day ("m") and once for all time
+# ("a", on ALL_TIME), so that a long period reads months and only its ragged ends read days;
+# and under four groupings: the pair of sources, the original alone (copier ''), the copier
+# alone (original '') and everything ('' and ''): the overview's rankings and totals read those
+# few rows. Blank sources never make an edge, so '' cannot be a source here.
 ADD = """
     INSERT INTO dedup_source_edge AS e
         (original, copier, span, day, copies, exact, near, partial, lag_seconds)
-    SELECT original, copier, s.span,
-           CASE WHEN s.span = 'm' THEN date_trunc('month', day)::date ELSE day END AS at,
+    SELECT coalesce(original, ''), coalesce(copier, ''), span, at,
            {sign} * count(*),
            {sign} * count(*) FILTER (WHERE kind = 'exact'),
            {sign} * count(*) FILTER (WHERE kind = 'near'),
            {sign} * count(*) FILTER (WHERE kind = 'partial'),
            {sign} * sum(lag)
-    FROM ({edges}) edges CROSS JOIN (VALUES ('d'), ('m')) s (span)
-    GROUP BY original, copier, s.span, at
-    ORDER BY original, copier, s.span, at
+    FROM (
+        SELECT edges.*, s.span,
+               CASE s.span WHEN 'd' THEN day WHEN 'm' THEN date_trunc('month', day)::date
+                           ELSE DATE '2000-01-01' END AS at
+        FROM ({edges}) edges CROSS JOIN (VALUES ('d'), ('m'), ('a')) s (span)
+    ) spans
+    GROUP BY GROUPING SETS ((original, copier, span, at), (original, span, at),
+                            (copier, span, at), (span, at))
+    ORDER BY 1, 2, 3, 4
     ON CONFLICT (original, copier, span, day) DO UPDATE SET
         copies = e.copies + EXCLUDED.copies,
         exact = e.exact + EXCLUDED.exact,
@@ -121,7 +129,7 @@ class Migration(migrations.Migration):
                 ),
                 ("original", models.CharField(max_length=200, verbose_name="original source")),
                 ("copier", models.CharField(max_length=200, verbose_name="copying source")),
-                ("span", models.CharField(choices=[("d", "day"), ("m", "month")], max_length=1)),
+                ("span", models.CharField(choices=[("d", "day"), ("m", "month"), ("a", "all time")], max_length=1)),
                 ("day", models.DateField()),
                 ("copies", models.IntegerField(default=0)),
                 ("exact", models.IntegerField(default=0)),
@@ -146,6 +154,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="article",
-            index=models.Index(fields=["source", "dated_at"], name="article_source_dated"),
+            index=models.Index(fields=["source", "dated_at", "id"], name="article_source_dated"),
         ),
     ]

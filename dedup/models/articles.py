@@ -86,7 +86,7 @@ class Article(models.Model):
             models.Index(fields=["processed_at"], name="article_processed_at"),
             # By source, and a source's newest articles (its copies, newest first): in place of
             # an index on the source alone, so no more to update per write.
-            models.Index(fields=["source", "dated_at"], name="article_source_dated"),
+            models.Index(fields=["source", "dated_at", "id"], name="article_source_dated"),
             models.Index(
                 fields=["exact_of"], condition=Q(exact_of__isnull=False), name="article_exact_of"
             ),

@@ -3,6 +3,8 @@ copying source, day) and per month, kept by triggers on the match table (migrati
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -10,11 +12,17 @@ from django.utils.translation import gettext_lazy as _
 class Span(models.TextChoices):
     DAY = "d", _("day")
     MONTH = "m", _("month")
+    ALL = "a", _("all time")
+
+
+ALL_TIME = dt.date(2000, 1, 1)  # the day of the all-time rows
+ANY = ""  # the source of a total's other side: every source (no edge has a blank source)
 
 
 class SourceEdge(models.Model):
-    """How many articles of `copier` copied articles of `original` on one day (span "d") or
-    in one month (span "m", `day` its first day), by kind.
+    """How many articles of `copier` copied articles of `original` on one day (span "d"), in
+    one month (span "m", `day` its first day) or ever (span "a", `day` ALL_TIME), by kind;
+    with `original` or `copier` blank (ANY), the totals of the other side (both blank: of all).
 
     The original of a match is the article dated first (published, or received when unknown;
     the lower id on a tie), the copy the other; the day is the copy's date (UTC) and

@@ -11,10 +11,10 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Q, Sum
+from django.db.models import Count, Q, Sum
 
 from dedup.models import Article, SourceEdge
-from dedup.models.sources import Span
+from dedup.models.sources import ANY, Span
 
 PER_PAGE = 50
 
@@ -32,7 +32,7 @@ class Period:
         """The SourceEdge rows that count the period once: months wholly inside it, and the
         days of its ragged ends."""
         if self.since is None and self.until is None:
-            return Q(span=Span.MONTH)
+            return Q(span=Span.ALL)
         full_from = None
         if self.since is not None:
             full_from = self.since if self.since.day == 1 else _month_next(self.since)
@@ -90,13 +90,8 @@ class Edge:
         }
 
 
-def source_edges(period: Period = Period(), *, source: str | None = None) -> list[Edge]:
-    """Return the edges over a period, most copies first (then by names): all, or those of
-    one source (as original or as copier). Summed in the database: one row per pair."""
-    rows = SourceEdge.objects.filter(period.q())
-    if source is not None:
-        rows = rows.filter(Q(original=source) | Q(copier=source))
-    grouped = (
+def _summed(rows) -> list[tuple]:
+    return list(
         rows.values_list("original", "copier")
         .annotate(
             n=Sum("copies"), e=Sum("exact"), m=Sum("near"), p=Sum("partial"), g=Sum("lag_seconds")
@@ -104,35 +99,69 @@ def source_edges(period: Period = Period(), *, source: str | None = None) -> lis
         .filter(n__gt=0)
         .order_by("-n", "original", "copier")
     )
-    return [Edge(*row) for row in grouped]
+
+
+def source_edges(
+    period: Period = Period(), *, source: str | None = None, among: list[str] | None = None
+) -> list[Edge]:
+    """Return the edges over a period, most copies first (then by names): all, those of one
+    source (as original or as copier), or those between the sources `among`. Summed in the
+    database: one row per pair."""
+    rows = SourceEdge.objects.filter(period.q()).exclude(original=ANY).exclude(copier=ANY)
+    if source is not None:
+        rows = rows.filter(Q(original=source) | Q(copier=source))
+    if among is not None:
+        rows = rows.filter(original__in=among, copier__in=among)
+    return [Edge(*row) for row in _summed(rows)]
 
 
 @dataclass
 class Ranked:
     source: str
     copies: int
-    partners: int
+    partners: int = 0
 
 
-def _ranked(edges: list[Edge], side: str, limit: int) -> list[Ranked]:
-    totals: dict[str, list[int]] = {}
-    for edge in edges:
-        total = totals.setdefault(getattr(edge, side), [0, 0])
-        total[0] += edge.copies
-        total[1] += 1
-    ranked = [Ranked(name, copies, partners) for name, (copies, partners) in totals.items()]
-    ranked.sort(key=lambda r: (-r.copies, r.source))
-    return ranked[:limit]
+def _partners(period: Period, side: str, names: list[str]) -> dict[str, int]:
+    """How many sources each of `names` copied (side copier) or was copied by (original)."""
+    other = "original" if side == "copier" else "copier"
+    rows = (
+        SourceEdge.objects.filter(period.q(), **{f"{side}__in": names})
+        .exclude(**{other: ANY})
+        .values_list(side)
+        .annotate(n=Count(other, distinct=True))
+    )
+    return dict(rows)
 
 
-def sources_overview(period: Period = Period(), *, limit: int = 20) -> dict:
-    """Return the top copiers, the most copied sources and every edge over a period."""
-    edges = source_edges(period)
+def sources_overview(period: Period = Period(), *, limit: int = 20, nodes: int = 24) -> dict:
+    """Return over a period: the top copiers and the most copied sources (with how many
+    sources each copied or was copied by), the total of copies, and the graph's edges (those
+    between the `nodes` sources busiest as copiers and originals together)."""
+    totals = _summed(SourceEdge.objects.filter(period.q()).filter(Q(original=ANY) | Q(copier=ANY)))
+    copiers, copied, busy, copies = [], [], {}, 0
+    for original, copier, n, *_ in totals:
+        if original == ANY and copier == ANY:
+            copies = n
+        elif original == ANY:
+            copiers.append(Ranked(copier, n))
+        else:
+            copied.append(Ranked(original, n))
+        for name in (original, copier):
+            if name != ANY:
+                busy[name] = busy.get(name, 0) + n
+    copiers, copied = copiers[:limit], copied[:limit]
+    for side, ranked in (("copier", copiers), ("original", copied)):
+        partners = _partners(period, side, [r.source for r in ranked])
+        for row in ranked:
+            row.partners = partners.get(row.source, 0)
+    drawn = sorted(busy, key=lambda name: (-busy[name], name))[:nodes]
     return {
-        "copiers": _ranked(edges, "copier", limit),
-        "copied": _ranked(edges, "original", limit),
-        "edges": edges,
-        "copies": sum(e.copies for e in edges),
+        "copiers": copiers,
+        "copied": copied,
+        "copies": copies,
+        "sources": len(busy),
+        "edges": source_edges(period, among=drawn) if drawn else [],
     }
 
 
@@ -177,16 +206,23 @@ class Copy:
         }
 
 
-# One branch of the union: `mine` is the source's article (o when it is the original, c when
-# the copy), its partner found through the match's other side.
-_BRANCH = """
-    SELECT m.id, m.kind, m.similarity, o.id, o.title, o.source, o.dated_at,
-           c.id, c.title, c.source, c.dated_at
-    FROM dedup_article {mine}
-    JOIN dedup_match m ON m.{side} = {mine}.id
-    JOIN dedup_article {other} ON {other}.id = m.{other_side}
-    WHERE {mine}.source = %s AND {other}.source <> %s AND {other}.source <> ''
-      AND (o.dated_at, o.id) < (c.dated_at, c.id) {period}
+# The source's own articles newest first (its index on source, dated_at, id reads them in that
+# order), each with its matches' partners: a nested loop that stops after a page.
+_COPIES = """
+    SELECT x.id, x.kind, x.similarity, mine.id, mine.title, mine.source, mine.dated_at,
+           x.pid, x.ptitle, x.psource, x.pdated
+    FROM (SELECT id, title, source, dated_at FROM dedup_article
+          WHERE source = %s {mine_period} ORDER BY dated_at DESC, id DESC) mine
+    CROSS JOIN LATERAL (
+        SELECT m.id, m.kind, m.similarity, p.id AS pid, p.title AS ptitle,
+               p.source AS psource, p.dated_at AS pdated
+        FROM dedup_match m
+        JOIN dedup_article p ON p.id = CASE WHEN m.a_id = mine.id THEN m.b_id ELSE m.a_id END
+        WHERE (m.a_id = mine.id OR m.b_id = mine.id) AND p.source <> %s AND p.source <> ''
+          AND {order} {partner_period}
+    ) x
+    ORDER BY mine.dated_at DESC, mine.id DESC, x.pdated DESC, x.pid DESC
+    LIMIT %s OFFSET %s
 """
 
 
@@ -194,32 +230,32 @@ def source_copies(
     name: str, *, taken: bool = False, period: Period = Period(), page: int = 1
 ) -> tuple[list[Copy], bool]:
     """Return a page of a source's copies and whether more follow: the copies others made of
-    its articles (newest original first, then newest copy), or (taken) those it made of
-    others' (newest copy first)."""
-    mine, other = ("c", "o") if taken else ("o", "c")
+    its articles (newest original first), or (taken) those it made of others' (newest copy
+    first). The period bounds the copies' dates."""
     since, until = period.bounds()
-    clauses, bounds = "", []
-    if since:
-        clauses += " AND c.dated_at >= %s"
-        bounds.append(since)
-    if until:
-        clauses += " AND c.dated_at < %s AND o.dated_at < %s"
-        bounds += [until, until]
-    branches, params = [], []
-    for side, other_side in (("a_id", "b_id"), ("b_id", "a_id")):
-        branches.append(
-            _BRANCH.format(mine=mine, other=other, side=side, other_side=other_side, period=clauses)
-        )
-        params += [name, name, *bounds]
-    # Newest first by the source's own article (the original, or the copy when taken): what
-    # its index on (source, dated_at) reads in order, stopping after a page.
-    order = "11 DESC, 8 DESC" if taken else "7 DESC, 4 DESC, 11 DESC, 8 DESC"
-    sql = " UNION ALL ".join(branches) + f" ORDER BY {order} LIMIT %s OFFSET %s"
-    params += [PER_PAGE + 1, (page - 1) * PER_PAGE]
+    mine, partner = [], []  # (condition, value) on the source's articles, on their partners
+    if taken:  # the source's articles are the copies
+        order = "(p.dated_at, p.id) < (mine.dated_at, mine.id)"
+        mine += [("dated_at >= %s", since), ("dated_at < %s", until)]
+    else:  # the originals; their partners the copies
+        order = "(mine.dated_at, mine.id) < (p.dated_at, p.id)"
+        mine.append(("dated_at < %s", until))
+        partner += [("p.dated_at >= %s", since), ("p.dated_at < %s", until)]
+    mine = [(sql, value) for sql, value in mine if value is not None]
+    partner = [(sql, value) for sql, value in partner if value is not None]
+    mine_period = "".join(f" AND {sql}" for sql, _ in mine)
+    partner_period = "".join(f" AND {sql}" for sql, _ in partner)
+    params = [name, *(v for _, v in mine), name, *(v for _, v in partner)]
+    sql = _COPIES.format(mine_period=mine_period, partner_period=partner_period, order=order)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = [Copy(*row) for row in cursor.fetchall()]
-    return rows[:PER_PAGE], len(rows) > PER_PAGE
+        cursor.execute(sql, [*params, PER_PAGE + 1, (page - 1) * PER_PAGE])
+        rows = cursor.fetchall()
+    copies = []
+    for match, kind, similarity, *mine, pid, ptitle, psource, pdated in rows:
+        partner = [pid, ptitle, psource, pdated]
+        original, copy = (partner, mine) if taken else (mine, partner)
+        copies.append(Copy(match, kind, similarity, *original, *copy))
+    return copies[:PER_PAGE], len(copies) > PER_PAGE
 
 
 def source_known(name: str) -> bool:

@@ -46,14 +46,29 @@ def copies():
 
 def test_triggers_count_copies_per_sources_day_and_month(copies):
     fields = ("original", "copier", "span", "day", "copies", "near", "partial", "lag_seconds")
-    rows = sorted(SourceEdge.objects.values_list(*fields))
+    rows = sorted(SourceEdge.objects.exclude(span="a").values_list(*fields))
     day, month, later = WHEN.date(), WHEN.date().replace(day=1), (WHEN + 2 * DAY).date()
-    assert rows == [
+    pairs = [row for row in rows if row[0] and row[1]]
+    assert pairs == [
         ("新华社", "人民日报", "d", day, 2, 1, 1, 4 * 3600),
         ("新华社", "人民日报", "m", month, 2, 1, 1, 4 * 3600),
         ("新华社", "澎湃", "d", later, 1, 1, 0, 2 * 86400),
         ("新华社", "澎湃", "m", month, 1, 1, 0, 2 * 86400),
     ]
+    ever = dict(
+        ((o, c), n)
+        for o, c, n in SourceEdge.objects.filter(span="a").values_list(
+            "original", "copier", "copies"
+        )
+    )
+    assert ever == {
+        ("新华社", "人民日报"): 2,
+        ("新华社", "澎湃"): 1,
+        ("新华社", ""): 3,  # copies of its articles
+        ("", "人民日报"): 2,  # copies it made
+        ("", "澎湃"): 1,
+        ("", ""): 3,
+    }
 
 
 def test_a_period_reads_whole_months_and_ragged_days_once():
@@ -82,12 +97,13 @@ def test_a_period_reads_whole_months_and_ragged_days_once():
 
 def test_triggers_follow_updates_and_deletes(copies):
     Match.objects.filter(a_id=copies["x1"].pk, b_id=copies["r1"].pk).update(kind="exact")
-    kinds = SourceEdge.objects.filter(copier="人民日报", span="d").values_list(
+    kinds = SourceEdge.objects.filter(original="新华社", copier="人民日报", span="d").values_list(
         "exact", "near", "partial"
     )
     assert list(kinds) == [(1, 0, 1)]
     copies["p1"].delete()
     assert not SourceEdge.objects.filter(copier="澎湃").exists()
+    assert SourceEdge.objects.get(original="", copier="", span="a").copies == 2
     Match.objects.all().delete()
     assert not SourceEdge.objects.exists()
 

@@ -11,6 +11,7 @@ from dedup.selectors.sources import Edge
 
 SIZE = 640  # the drawing's width and height, in SVG units
 NODES_MAX = 24  # more sources than this and the graph shows the most active ones
+LINES_MAX = 150  # and the heaviest edges between them
 RING = 0.36  # the circle's radius, a share of SIZE
 LABEL_CHARS = 14
 
@@ -73,6 +74,7 @@ def copy_graph(edges: list[Edge], nodes_max: int = NODES_MAX, sources: int = 0) 
         anchor = "start" if math.cos(angle) > 0.2 else "end" if math.cos(angle) < -0.2 else "middle"
         nodes[name] = Node(name, _label(name), x, y, radius, totals[name], anchor)
     drawn = [e for e in edges if e.original in nodes and e.copier in nodes]
+    drawn = sorted(drawn, key=lambda e: -e.copies)[:LINES_MAX]
     most = max((e.copies for e in drawn), default=1)
     lines = []
     for edge in sorted(drawn, key=lambda e: e.copies):  # the heaviest on top
@@ -84,18 +86,18 @@ def copy_graph(edges: list[Edge], nodes_max: int = NODES_MAX, sources: int = 0) 
                 edge.original,
                 edge.copier,
                 edge.copies,
-                a.x + ux * a.r,
-                a.y + uy * a.r,
-                b.x - ux * (b.r + 4),  # the arrow's head stops at the copier's circle
-                b.y - uy * (b.r + 4),
-                1 + 7 * math.log1p(edge.copies) / math.log1p(most),
+                round(a.x + ux * a.r, 1),
+                round(a.y + uy * a.r, 1),
+                round(b.x - ux * (b.r + 4), 1),  # the arrow's head stops at the copier's circle
+                round(b.y - uy * (b.r + 4), 1),
+                round(1 + 7 * math.log1p(edge.copies) / math.log1p(most), 1),
             )
         )
     for node in nodes.values():
         # Labels outside the circle, away from the centre.
         dx, dy = node.x - centre, node.y - centre
         norm = math.hypot(dx, dy) or 1.0
-        node.x, node.y = round(node.x, 1), round(node.y, 1)
+        node.x, node.y, node.r = round(node.x, 1), round(node.y, 1), round(node.r, 1)
         node.lx = round(node.x + dx / norm * (node.r + 6), 1)
         node.ly = round(node.y + dy / norm * (node.r + 6) + 4, 1)
     return Graph(list(nodes.values()), lines, max(sources, len(ranked)) - len(shown))

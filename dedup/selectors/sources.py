@@ -28,6 +28,11 @@ class Period:
     since: dt.date | None = None
     until: dt.date | None = None
 
+    @property
+    def whole(self) -> bool:
+        """All time: read from one row a pair (span "a")."""
+        return self.since is None and self.until is None
+
     def q(self) -> Q:
         """The SourceEdge rows that count the period once: months wholly inside it, and the
         days of its ragged ends."""
@@ -90,14 +95,22 @@ class Edge:
         }
 
 
-def _summed(rows) -> list[tuple]:
+def _summed(rows, *, whole: bool = False) -> list[tuple]:
+    """Rows summed per (original, copier), most copies first; `whole`: the rows are one a
+    pair already (all time), read as they are."""
+    fields = ("original", "copier")
+    if whole:
+        rows = rows.filter(copies__gt=0).values_list(
+            *fields, "copies", "exact", "near", "partial", "lag_seconds"
+        )
+        return list(rows.order_by("-copies", *fields))
     return list(
-        rows.values_list("original", "copier")
+        rows.values_list(*fields)
         .annotate(
             n=Sum("copies"), e=Sum("exact"), m=Sum("near"), p=Sum("partial"), g=Sum("lag_seconds")
         )
         .filter(n__gt=0)
-        .order_by("-n", "original", "copier")
+        .order_by("-n", *fields)
     )
 
 
@@ -112,7 +125,7 @@ def source_edges(
         rows = rows.filter(Q(original=source) | Q(copier=source))
     if among is not None:
         rows = rows.filter(original__in=among, copier__in=among)
-    return [Edge(*row) for row in _summed(rows)]
+    return [Edge(*row) for row in _summed(rows, whole=period.whole)]
 
 
 @dataclass
@@ -138,7 +151,8 @@ def sources_overview(period: Period = Period(), *, limit: int = 20, nodes: int =
     """Return over a period: the top copiers and the most copied sources (with how many
     sources each copied or was copied by), the total of copies, and the graph's edges (those
     between the `nodes` sources busiest as copiers and originals together)."""
-    totals = _summed(SourceEdge.objects.filter(period.q()).filter(Q(original=ANY) | Q(copier=ANY)))
+    totals = SourceEdge.objects.filter(period.q()).filter(Q(original=ANY) | Q(copier=ANY))
+    totals = _summed(totals, whole=period.whole)
     copiers, copied, busy, copies = [], [], {}, 0
     for original, copier, n, *_ in totals:
         if original == ANY and copier == ANY:

@@ -31,7 +31,7 @@
       badge.dataset.latest = data.cursor;
       badge.textContent = data.matches === 1
         ? badge.dataset.one
-        : badge.dataset.many.replace("%(n)s", data.matches);
+        : badge.dataset.many.replace("{n}", data.matches);
       badge.hidden = false;
     });
     badge.addEventListener("click", function () {

@@ -220,24 +220,29 @@ class Copy:
         }
 
 
-# The source's own articles newest first (its index on source, dated_at, id reads them in that
-# order), each with its matches' partners: a nested loop that stops after a page.
-_COPIES = """
-    SELECT x.id, x.kind, x.similarity, mine.id, mine.title, mine.source, mine.dated_at,
-           x.pid, x.ptitle, x.psource, x.pdated
-    FROM (SELECT id, title, source, dated_at FROM dedup_article
-          WHERE source = %s {mine_period} ORDER BY dated_at DESC, id DESC) mine
-    CROSS JOIN LATERAL (
-        SELECT m.id, m.kind, m.similarity, p.id AS pid, p.title AS ptitle,
-               p.source AS psource, p.dated_at AS pdated
-        FROM dedup_match m
-        JOIN dedup_article p ON p.id = CASE WHEN m.a_id = mine.id THEN m.b_id ELSE m.a_id END
-        WHERE (m.a_id = mine.id OR m.b_id = mine.id) AND p.source <> %s AND p.source <> ''
-          AND {order} {partner_period}
-    ) x
-    ORDER BY mine.dated_at DESC, mine.id DESC, x.pdated DESC, x.pid DESC
-    LIMIT %s OFFSET %s
+# A batch of the source's own articles, newest first (its index on source, dated_at, id), then
+# their matches' partners: read batch after batch until a page is full, so that a source of
+# 200,000 articles reads a few hundred of them.
+_MINE = """
+    SELECT id, dated_at FROM dedup_article
+    WHERE source = %s {period} {after}
+    ORDER BY dated_at DESC, id DESC LIMIT %s
 """
+_PARTNERS = """
+    SELECT m.id, m.kind, m.similarity, mine.id, mine.title, mine.source, mine.dated_at,
+           p.id, p.title, p.source, p.dated_at
+    FROM dedup_article mine
+    JOIN dedup_match m ON m.a_id = mine.id OR m.b_id = mine.id
+    JOIN dedup_article p ON p.id = CASE WHEN m.a_id = mine.id THEN m.b_id ELSE m.a_id END
+    WHERE mine.id = ANY(%s) AND p.source <> %s AND p.source <> '' AND {order} {period}
+    ORDER BY mine.dated_at DESC, mine.id DESC, p.dated_at DESC, p.id DESC
+"""
+BATCH_FIRST = 200
+
+
+def _where(conditions: list[tuple[str, object]]) -> tuple[str, list]:
+    kept = [(sql, value) for sql, value in conditions if value is not None]
+    return "".join(f" AND {sql}" for sql, _ in kept), [value for _, value in kept]
 
 
 def source_copies(
@@ -247,23 +252,38 @@ def source_copies(
     its articles (newest original first), or (taken) those it made of others' (newest copy
     first). The period bounds the copies' dates."""
     since, until = period.bounds()
-    mine, partner = [], []  # (condition, value) on the source's articles, on their partners
     if taken:  # the source's articles are the copies
         order = "(p.dated_at, p.id) < (mine.dated_at, mine.id)"
-        mine += [("dated_at >= %s", since), ("dated_at < %s", until)]
+        mine_sql, mine_params = _where([("dated_at >= %s", since), ("dated_at < %s", until)])
+        partner_sql, partner_params = "", []
     else:  # the originals; their partners the copies
         order = "(mine.dated_at, mine.id) < (p.dated_at, p.id)"
-        mine.append(("dated_at < %s", until))
-        partner += [("p.dated_at >= %s", since), ("p.dated_at < %s", until)]
-    mine = [(sql, value) for sql, value in mine if value is not None]
-    partner = [(sql, value) for sql, value in partner if value is not None]
-    mine_period = "".join(f" AND {sql}" for sql, _ in mine)
-    partner_period = "".join(f" AND {sql}" for sql, _ in partner)
-    params = [name, *(v for _, v in mine), name, *(v for _, v in partner)]
-    sql = _COPIES.format(mine_period=mine_period, partner_period=partner_period, order=order)
+        mine_sql, mine_params = _where([("dated_at < %s", until)])
+        partner_sql, partner_params = _where(
+            [("p.dated_at >= %s", since), ("p.dated_at < %s", until)]
+        )
+    need = page * PER_PAGE + 1
+    found: list[tuple] = []
+    last, batch = None, BATCH_FIRST
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, PER_PAGE + 1, (page - 1) * PER_PAGE])
-        rows = cursor.fetchall()
+        while len(found) < need:
+            after = "AND (dated_at, id) < (%s, %s)" if last else ""
+            cursor.execute(
+                _MINE.format(period=mine_sql, after=after),
+                [name, *mine_params, *(last or ()), batch],
+            )
+            mine = cursor.fetchall()
+            if mine:
+                cursor.execute(
+                    _PARTNERS.format(order=order, period=partner_sql),
+                    [[row[0] for row in mine], name, *partner_params],
+                )
+                found += cursor.fetchall()
+            if len(mine) < batch:
+                break
+            last = (mine[-1][1], mine[-1][0])
+            batch *= 4
+    rows = found[(page - 1) * PER_PAGE : need]
     copies = []
     for match, kind, similarity, *mine, pid, ptitle, psource, pdated in rows:
         partner = [pid, ptitle, psource, pdated]

@@ -185,7 +185,7 @@ def test_source_page_lists_copies_both_ways_linking_to_compare(editor_client, co
     page = editor_client.get("/sources/新华社/").content.decode()
     x1, r1, p1 = copies["x1"].pk, copies["r1"].pk, copies["p1"].pk
     assert f'href="/compare/{x1}/{r1}/"' in page and f'href="/compare/{x1}/{p1}/"' in page
-    assert "2.0 d" in page  # 澎湃 copied two days later
+    assert "2.0 天" in page  # 澎湃 copied two days later (the site speaks Chinese first)
     taken = editor_client.get("/sources/人民日报/").content.decode()
     assert f'href="/compare/{x1}/{r1}/"' in taken.split('id="taken"')[1]
     assert editor_client.get("/sources/nobody/").status_code == 404
@@ -229,3 +229,25 @@ def test_api_sources_and_copies(copies, django_user_model):
     ]
     assert page["copies"][0]["lag_seconds"] == 3 * 3600 and page["more"] is False
     assert client.get("/api/sources/nobody/copies").status_code == 404
+
+
+def test_source_copies_page_on_past_uncopied_articles():
+    """260 articles of one source, only the 55 oldest copied: the newest 200 read first give
+    nothing, the next batch fills the page, and page 2 holds the last 5."""
+    from dedup.models import Article
+
+    def made(n, source, when):
+        return Article(title=f"t{n}", body="x", source=source, length=1, dated_at=when)
+
+    mine = Article.objects.bulk_create(made(n, "新华社", WHEN + n * HOUR) for n in range(260))
+    copies = Article.objects.bulk_create(
+        made(n, "人民日报", WHEN + n * HOUR + 30 * dt.timedelta(minutes=1)) for n in range(55)
+    )
+    for original, copy in zip(mine, copies, strict=False):
+        match(original, copy)
+    first, more = selectors.source_copies("新华社")
+    assert more and len(first) == 50
+    assert [c.original_id for c in first] == [a.pk for a in mine[54:4:-1]]
+    second, more = selectors.source_copies("新华社", page=2)
+    assert not more and [c.original_id for c in second] == [a.pk for a in mine[4::-1]]
+    assert second[0].lag_seconds == 1800

@@ -233,13 +233,8 @@ def _formula_lead(value: str) -> bool:
     return False
 
 
-def csv_writer():
-    """Return a CSV writer whose writerow returns the line it makes (for streaming)."""
-    return csv.writer(_Echo())
-
-
 def _csv_response(rows, name: str) -> StreamingHttpResponse:
-    writer = csv_writer()
+    writer = csv.writer(_Echo())
     response = StreamingHttpResponse(
         (writer.writerow([csv_cell(v) for v in row]) for row in rows),
         content_type="text/csv; charset=utf-8",

@@ -35,6 +35,7 @@ from dedup.selectors.settings import settings_current
 from dedup.selectors.sources import (
     Period,
     source_copies,
+    source_edge_rows,
     source_edges,
     source_known,
     sources_overview,
@@ -68,6 +69,7 @@ __all__ = [
     "rejected_partners",
     "settings_current",
     "source_copies",
+    "source_edge_rows",
     "source_edges",
     "source_known",
     "sources_overview",

@@ -95,7 +95,7 @@ class Edge:
         }
 
 
-def _summed(rows, *, whole: bool = False) -> list[tuple]:
+def _summed(rows, *, whole: bool = False):
     """Rows summed per (original, copier), most copies first; `whole`: the rows are one a
     pair already (all time), read as they are."""
     fields = ("original", "copier")
@@ -103,8 +103,8 @@ def _summed(rows, *, whole: bool = False) -> list[tuple]:
         rows = rows.filter(copies__gt=0).values_list(
             *fields, "copies", "exact", "near", "partial", "lag_seconds"
         )
-        return list(rows.order_by("-copies", *fields))
-    return list(
+        return rows.order_by("-copies", *fields)
+    return (
         rows.values_list(*fields)
         .annotate(
             n=Sum("copies"), e=Sum("exact"), m=Sum("near"), p=Sum("partial"), g=Sum("lag_seconds")
@@ -126,6 +126,13 @@ def source_edges(
     if among is not None:
         rows = rows.filter(original__in=among, copier__in=among)
     return [Edge(*row) for row in _summed(rows, whole=period.whole)]
+
+
+def source_edge_rows(period: Period = Period()):
+    """Yield every edge over a period as (original, copier, copies, exact, near, partial,
+    lag_seconds), most copies first, read from the database in chunks (the CSV)."""
+    rows = SourceEdge.objects.filter(period.q()).exclude(original=ANY).exclude(copier=ANY)
+    return _summed(rows, whole=period.whole).iterator(chunk_size=5000)
 
 
 @dataclass
@@ -152,7 +159,7 @@ def sources_overview(period: Period = Period(), *, limit: int = 20, nodes: int =
     sources each copied or was copied by), the total of copies, and the graph's edges (those
     between the `nodes` sources busiest as copiers and originals together)."""
     totals = SourceEdge.objects.filter(period.q()).filter(Q(original=ANY) | Q(copier=ANY))
-    totals = _summed(totals, whole=period.whole)
+    totals = list(_summed(totals, whole=period.whole))
     copiers, copied, busy, copies = [], [], {}, 0
     for original, copier, n, *_ in totals:
         if original == ANY and copier == ANY:

@@ -142,6 +142,11 @@ class Migration(migrations.Migration):
                 "indexes": [
                     models.Index(fields=["span", "day"], name="source_edge_span_day"),
                     models.Index(fields=["copier", "span", "day"], name="source_edge_copier"),
+                    models.Index(
+                        fields=["day"],
+                        condition=models.Q(copies__lte=0),
+                        name="source_edge_spent",
+                    ),
                 ],
             },
         ),

@@ -175,6 +175,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DEDUP_CHECK_CONCURRENCY = env_int("DEDUP_CHECK_CONCURRENCY", 2)
 DEDUP_CHECK_LONG_CHARS = env_int("DEDUP_CHECK_LONG_CHARS", 20_000)
 DEDUP_CHECK_SECONDS = env_int("DEDUP_CHECK_SECONDS", 10)
+# How often an open queue or cluster page asks what changed since it was drawn (live.js).
+DEDUP_LIVE_POLL_MS = env_int("DEDUP_LIVE_POLL_MS", 10_000)
 DEDUP_CHUNK_SIZE = env_int("DEDUP_CHUNK_SIZE", 400)  # articles per fingerprint-and-match task
 # Articles per range of the text's search index, built at once when that many past the last
 # range are stored (dedup.textindex); 0: no text index, search reads the text.

@@ -179,3 +179,48 @@ class UploadOut(Schema):
     message: str
     created_at: datetime
     finished_at: datetime | None
+
+
+class RankedSource(Schema):
+    source: str
+    copies: int = Field(description="copies made (a copier) or of its articles (copied)")
+    partners: int = Field(description="how many sources it copied, or that copied it")
+
+
+class SourceEdgeOut(Schema):
+    original: str = Field(description="the source that published first")
+    copier: str = Field(description="the source that copied")
+    copies: int
+    exact: int
+    near: int
+    partial: int
+    lag_mean_seconds: float = Field(description="mean time from an original's date to its copy's")
+
+
+class SourcesOut(Schema):
+    copies: int = Field(description="copies between sources in the period")
+    copiers: list[RankedSource]
+    copied: list[RankedSource]
+    edges: list[SourceEdgeOut] = Field(description="between the busiest sources, most copies first")
+
+
+class SourceArticle(Schema):
+    id: int
+    title: str
+    source: str
+    dated_at: datetime = Field(description="published, or received when not known")
+
+
+class SourceCopy(Schema):
+    match: int
+    kind: str = Field(description="exact, near or partial")
+    similarity: float
+    original: SourceArticle
+    copy_: SourceArticle = Field(alias="copy")
+    lag_seconds: float
+
+
+class SourceCopyPage(Schema):
+    source: str
+    copies: list[SourceCopy]
+    more: bool = Field(description="true when another page follows (ask for page + 1)")

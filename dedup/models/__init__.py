@@ -20,6 +20,7 @@ from dedup.models.articles import (
 from dedup.models.audit import AuditAction, AuditEntry
 from dedup.models.matches import Decision, Match, MatchKind, MatchVersion, Verdict
 from dedup.models.settings import SHARE, RebuildJob, RebuildMatch, RebuildState, Settings
+from dedup.models.sources import SourceEdge
 from dedup.models.uploads import UploadBatch, UploadState
 from dedup.models.versions import IndexVersion
 
@@ -45,6 +46,7 @@ __all__ = [
     "RebuildState",
     "SegmentRow",
     "Settings",
+    "SourceEdge",
     "UploadBatch",
     "UploadState",
     "Verdict",

@@ -5,7 +5,8 @@ matches), `changes` (matches and decisions after a cursor), `health` (an upload'
 the index's health), `overview` (what the overview and the admin count), `decisions` (the
 decision that counts), `settings` (the settings in use), `matches` (the match table each
 process caches at the version every writer moves), `clusterings` (clusters at any bars,
-the review queue, drawn from that table) and `audit` (the audit log with editors' decisions).
+the review queue, drawn from that table), `audit` (the audit log with editors' decisions)
+and `sources` (who copies whom).
 Callers import them from here.
 """
 
@@ -31,6 +32,14 @@ from dedup.selectors.health import index_health, upload_status
 from dedup.selectors.matches import match_cache, match_table, table_forget, table_version
 from dedup.selectors.overview import match_distances_by_day, uploads_contents
 from dedup.selectors.settings import settings_current
+from dedup.selectors.sources import (
+    Period,
+    source_copies,
+    source_edge_rows,
+    source_edges,
+    source_known,
+    sources_overview,
+)
 
 __all__ = [
     "AuditFilter",
@@ -38,6 +47,7 @@ __all__ = [
     "ChangePage",
     "Clustering",
     "MatchTable",
+    "Period",
     "QueueFilter",
     "article_fingerprints",
     "article_matches",
@@ -58,6 +68,11 @@ __all__ = [
     "pair_latest",
     "rejected_partners",
     "settings_current",
+    "source_copies",
+    "source_edge_rows",
+    "source_edges",
+    "source_known",
+    "sources_overview",
     "table_forget",
     "table_version",
     "upload_status",

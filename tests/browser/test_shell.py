@@ -178,7 +178,8 @@ def test_pages_run_their_scripts_under_the_content_security_policy(page, sign_in
     violations = []
     page.on("console", lambda m: "Content Security Policy" in m.text and violations.append(m.text))
     sign_in(page, "admin", "/")
-    pages = ["/", f"/clusters/{a.id}/", f"/compare/{a.id}/{b.id}/", "/upload/", "/overview/"]
+    pages = ["/", f"/clusters/{a.id}/", f"/compare/{a.id}/{b.id}/", "/upload/", "/overview/",
+             "/sources/"]  # fmt: skip
     for url in [*pages, "/admin/", "/admin/dedup/article/", f"/admin/dedup/article/{a.id}/change/"]:
         response = page.goto(url)
         assert response.status == 200, url

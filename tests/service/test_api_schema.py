@@ -125,6 +125,14 @@ def test_every_operation_answers_as_its_schema_says(
     check("/api/matches", "get", client.get("/api/matches", {"kind": "near"}))
     check("/api/matches", "get", client.get("/api/matches", {"kind": "other"}))  # 400
     check("/api/decisions", "get", client.get("/api/decisions"))
+    c = _article("三", external_id="rm-1", source="人民日报")
+    Match.objects.create(a=a, b=c, kind="partial", similarity=0.5, version=version)
+    check("/api/sources", "get", client.get("/api/sources", {"since": "2000-01-01"}))
+    check("/api/sources", "get", client.get("/api/sources", {"since": "May"}))  # 400
+    copies = "/api/sources/{name}/copies"
+    check(copies, "get", client.get("/api/sources/新华社/copies"))
+    check(copies, "get", client.get("/api/sources/人民日报/copies", {"taken": "true"}))
+    check(copies, "get", client.get("/api/sources/nobody/copies"))  # 404
     upload = SimpleUploadedFile("a.jsonl", json.dumps({"body": TEXT}).encode())
     with django_capture_on_commit_callbacks():
         created = check("/api/uploads", "post", client.post("/api/uploads", {"file": upload}))

@@ -63,7 +63,7 @@ def filled():
     a, b = article(1, "一段正文"), article(2, "一段正文的副本")
     Match.objects.create(a=a, b=b, kind="near", distance=2, similarity=0.9, version="v")
     upload = UploadBatch.objects.create(name="a.jsonl")
-    values = {"article_id": a.pk, "a": a.pk, "b": b.pk, "upload_id": upload.pk}
+    values = {"article_id": a.pk, "a": a.pk, "b": b.pk, "upload_id": upload.pk, "name": a.source}
 
     def fill(route: str) -> str:
         return "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: str(values[m.group(1)]), route)

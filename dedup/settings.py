@@ -218,7 +218,8 @@ if REDIS_URL:
     }
 else:
     BROKER_DIR.mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # A host, though the files need none: kombu warns of every connection without one.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR),
         "data_folder_out": str(BROKER_DIR),

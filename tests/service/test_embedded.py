@@ -156,3 +156,23 @@ def test_ctrl_c_on_dev_serve_stops_the_embedded_postgresql_too(var):
         if serve.poll() is None:
             os.killpg(serve.pid, signal.SIGKILL)
         run(var, "-m", "dedup.embedded", "stop")
+
+
+def test_the_file_broker_names_a_host_so_kombu_warns_of_none(var):
+    """`./dev serve` printed kombu's "No hostname was supplied. Reverting to default
+    'localhost'" four times: every connection to a broker URL without a host says so."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {"DEDUP_VAR_DIR": str(var)}
+    code = (
+        "import logging; logging.basicConfig()\n"
+        "from dedup import settings as s\n"
+        "from kombu import Connection\n"
+        "c = Connection(s.CELERY_BROKER_URL, transport_options=s.CELERY_BROKER_TRANSPORT_OPTIONS)\n"
+        "c.info(); c.as_uri(); c.clone().info()\n"
+        "print(s.CELERY_BROKER_URL)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith("filesystem://")
+    assert "No hostname was supplied" not in done.stderr

@@ -83,3 +83,17 @@ def test_favicon_answers_without_a_404(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 204
     assert "max-age" in response["Cache-Control"]
+
+
+def test_a_cut_title_that_ends_in_an_ellipsis_gets_one_not_two(editor_client):
+    """Issue 31: "肯…..." in the queue's rows: the demo's titles hold an ellipsis of their own
+    ("…（摘录）"), and cutting one just after it added a second (Django's Chinese one, "...")."""
+    original = article(1)
+    for n, at in enumerate((23, 24, 25, 26), 2):  # wherever the cut falls, ellipsis or "..."
+        title = "中南外长联合举行记者招待会阐述两国关系和对台湾"[:at] + "肯…（摘录）"
+        copy = article(n, title=title)
+        Match.objects.create(a=original, b=copy, kind="near", distance=1, similarity=0.9)
+    html = editor_client.get("/?status=all").content.decode()
+    assert html.count("肯") >= 3  # the copies' titles are in the row, cut there
+    for twice in ("……", "…...", "...…", "......"):
+        assert twice not in html, twice

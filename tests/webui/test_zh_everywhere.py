@@ -224,3 +224,16 @@ def test_the_chinese_admin_and_dashboard_have_no_english_of_ours(world):
         if left:
             problems[url] = sorted(set(left))
     assert not problems, "\n".join(f"{url}: {left}" for url, left in problems.items())
+
+
+def test_the_default_thresholds_help_says_the_queue_does_not_use_it(world):
+    """docs/editor.md: the default threshold "is not used by the queue"; its help text said
+    "distance shown to editors at first"."""
+    user, _a, _b = world
+    client = Client(headers={"accept-language": "zh-hans"})
+    client.force_login(user)
+    html = client.get(reverse("admin:dedup_settings_change", args=[1])).content.decode()
+    assert "审核队列不使用它" in html
+    with translation.override("en"):
+        help_text = str(Settings._meta.get_field("threshold").help_text)
+    assert "the queue does not use it" in help_text and "shown to editors" not in help_text

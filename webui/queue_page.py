@@ -112,6 +112,7 @@ def queue_counts(found: clusterings.Clustering, counted: np.ndarray, listed: int
         "matches": int(found.matches[counted].sum()),
         "listed": listed,
         "filtered": len(counted) < len(found.size),
+        "any": len(found.size),  # clusters at these bars, whatever the filters
     }
 
 

@@ -16,6 +16,8 @@ from django.utils import timezone
 from dedup.models import Decision, Match
 from tests.webui.conftest import article
 
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def chain():
@@ -40,6 +42,9 @@ def test_the_queue_headline_counts_the_clusters_its_list_shows(editor_client):
         assert (counts["clusters"], counts["listed"]) == (listed, listed), status
     counts = editor_client.get("/?status=waiting").context["counts"]
     assert (counts["articles"], counts["waiting"], counts["matches"]) == (3, 1, 2)
+    # None listed: the page still says the filters leave them out, not that there are none.
+    html = editor_client.get("/?status=waiting&source=新华社").content.decode()
+    assert "没有符合这些条件的簇" in html, html[-3000:]
 
 
 def test_an_undone_decision_reads_the_same_on_the_compare_and_cluster_pages(editor_client, chain):

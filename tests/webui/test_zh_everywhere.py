@@ -190,12 +190,21 @@ def admin_pages() -> list[str]:
 
 
 def dashboard_pages(a: Article, b: Article) -> list[str]:
+    """Every page of the dashboard (the access matrix's list of its addresses, so a page added
+    later is walked too), its parameters filled with the world's things; a few filters more."""
+    from tests.webui.test_access_matrix import POST_ONLY, dashboard
+
     upload = UploadBatch.objects.order_by("pk").first()
-    return [
-        "/", "/?status=all", "/upload/", f"/uploads/{upload.pk}/", "/articles/",
-        "/articles/?q=北京", f"/articles/{a.pk}/", "/overview/", "/audit/",
-        f"/clusters/{a.pk}/", f"/compare/{a.pk}/{b.pk}/", "/decisions/filtered/",
-    ]  # fmt: skip
+    values = {"article_id": a.pk, "a": a.pk, "b": b.pk, "upload_id": upload.pk}
+    values |= {"source": a.source, "name": a.source}
+
+    def fill(route: str) -> str:
+        return "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: str(values.get(m.group(1), a.pk)), route)
+
+    pages = [fill(r) for r in dashboard() if r not in POST_ONLY]
+    pages = [p for p in pages if not p.endswith((".json", ".csv"))]  # data, not pages
+    assert {"/", "/overview/", "/audit/", f"/compare/{a.pk}/{b.pk}/"} <= set(pages)
+    return [*pages, "/?status=all", "/articles/?q=北京"]
 
 
 def test_the_chinese_admin_and_dashboard_have_no_english_of_ours(world):

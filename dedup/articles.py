@@ -258,9 +258,16 @@ def article_detail(*, article_id: int) -> dict:
 # --- one upload ------------------------------------------------------------------------------
 
 
+# An upload's row lists its copies as the article page does, the closest kind first.
+KIND_ORDER = {"exact": 0, "near": 1, "partial": 2}
+COPIES_SHOWN = 3
+
+
 def upload_articles(*, upload_id: int, page: int = 1, found: str = "") -> dict:
     """Return one page of an upload's articles in file order, each with what was found for
-    it: its matches (how many, the most similar) and the article it exactly copies.
+    it: its copies as the article page lists them (kind, similarity, the other article; near
+    copies before partial ones, whose similarity is a containment: the two are not ranked
+    against each other), how many, and the article it exactly copies.
 
     `found` narrows to "matched" (an exact copy or a match) or "new" (neither)."""
     batch = UploadBatch.objects.get(id=upload_id)
@@ -277,26 +284,25 @@ def upload_articles(*, upload_id: int, page: int = 1, found: str = "") -> dict:
     rows = list(_listed(articles, "").order_by("row", "id")[start : start + UPLOAD_PER_PAGE + 1])
     shown = rows[:UPLOAD_PER_PAGE]
     ids = [a.id for a in shown]
-    best: dict[int, Match] = {}
+    copies: dict[int, list[dict]] = {}
     counts: dict[int, int] = {}
     near = Match.objects.filter(Q(a_id__in=ids) | Q(b_id__in=ids)).defer("shared_passages")
     wanted = set(ids)
-    for match in near.order_by("-similarity", "id"):
-        for mine in (match.a_id, match.b_id):
+    found_matches = sorted(near, key=lambda m: (KIND_ORDER.get(m.kind, 9), -m.similarity, m.id))
+    for match in found_matches:
+        for mine, other in ((match.a_id, match.b_id), (match.b_id, match.a_id)):
             if mine in wanted:
                 counts[mine] = counts.get(mine, 0) + 1
-                best.setdefault(mine, match)
+                if len(copies.setdefault(mine, [])) < COPIES_SHOWN:
+                    copies[mine].append({"match": match, "other": other})
     exact_of = dict(
         Article.objects.filter(id__in=ids, exact_of__isnull=False).values_list("id", "exact_of")
     )
     for article in shown:
         article.snippet_marked = text_marked(_snippet(article), "")
-        match = best.get(article.id)
         article.match_count = counts.get(article.id, 0)
-        article.best_match = match
-        article.best_other = None
-        if match is not None:
-            article.best_other = match.b_id if match.a_id == article.id else match.a_id
+        article.copies = copies.get(article.id, [])
+        article.copies_more = article.match_count - len(article.copies)
         article.exact_of_number = exact_of.get(article.id)
     return {
         "upload": batch,

@@ -85,11 +85,17 @@ def default_data_dir() -> Path:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m dedup.embedded start|stop [DATA_DIR]`: DATA_DIR defaults to var/postgres."""
-    if len(argv) not in (1, 2) or argv[0] not in {"start", "stop"}:
-        print("usage: python -m dedup.embedded start|stop [DATA_DIR]", file=sys.stderr)
+    """`python -m dedup.embedded start|stop|status [DATA_DIR]`: DATA_DIR defaults to
+    var/postgres; status exits 0 when the server runs, 3 when it does not (as pg_ctl's)."""
+    if len(argv) not in (1, 2) or argv[0] not in {"start", "stop", "status"}:
+        print("usage: python -m dedup.embedded start|stop|status [DATA_DIR]", file=sys.stderr)
         return 2
     data_dir = Path(argv[1]) if len(argv) == 2 else default_data_dir()
+    if argv[0] == "status":
+        running = _running_socket_dir(data_dir)
+        state = f"running, socket in {running}" if running else "not running"
+        print(f"PostgreSQL of {data_dir}: {state}")
+        return 0 if running else 3
     if argv[0] == "start":
         print(f"PostgreSQL of {data_dir}: socket in {socket_dir(data_dir)}, database {DATABASE}")
     elif stop(data_dir):

@@ -220,7 +220,8 @@ if REDIS_URL:
     }
 else:
     BROKER_DIR.mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # A host, though the files need none: kombu warns of every connection without one.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR),
         "data_folder_out": str(BROKER_DIR),
@@ -322,7 +323,9 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "dedup@localhost")
 DEDUP_PASSWORD_RESET = env_bool("DEDUP_PASSWORD_RESET", default=bool(EMAIL_HOST))
 DEDUP_PASSWORD_RESETS = env_int("DEDUP_PASSWORD_RESETS", 5)
 # Django's cache: in Redis when REDIS_URL is set, so that every web process counts the API's
-# rate limits (default) and sign-in failures (signin) together; else in each process's memory.
+# rate limits (default) and sign-in failures (signin) together. Else the default cache is in
+# files under var/ (shared by the server and the worker of `./dev serve`: the overview sees
+# the worker's heartbeats there) and sign-in failures in each process's memory.
 CACHES = {
     "default": (
         {
@@ -331,7 +334,11 @@ CACHES = {
             "KEY_PREFIX": f"{REDIS_PREFIX}dedup",
         }
         if REDIS_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+            "OPTIONS": {"MAX_ENTRIES": 10000},
+        }
     ),
     "signin": (
         {

@@ -38,7 +38,7 @@ def workers_ping() -> Callable[[], dict]:
     the last answer, or "checking", is shown."""
     cached = cache.get(WORKERS_CACHE_KEY)
     if cached is not None:
-        return lambda: cached
+        return lambda: _or_seen(cached)
     found: dict = {}
     started = time.monotonic()
 
@@ -59,16 +59,20 @@ def workers_ping() -> Callable[[], dict]:
 
     def wait() -> dict:
         thread.join(max(0.0, PING_TIMEOUT + 0.1 - (time.monotonic() - started)))
-        status = found.get("status") or cache.get(WORKERS_CACHE_KEY + ":last")
-        if status is None or not status["ok"]:
-            # No answer in time: a worker busy under load answers late, but its heartbeat
-            # (recorded by its main process every few seconds) says it is there.
-            seen = _workers_seen()
-            if seen:
-                return {"ok": True, "names": seen, "error": ""}
-        return status or {"ok": None, "names": [], "error": ""}  # None: no answer yet
+        return _or_seen(found.get("status") or cache.get(WORKERS_CACHE_KEY + ":last"))
 
     return wait
+
+
+def _or_seen(status: dict | None) -> dict:
+    """Return the ping's answer, or the workers seen by their heartbeats when no worker
+    answered in time (a worker busy under load answers late, and the file broker of
+    `./dev serve` always later than the ping waits), cached answer or fresh."""
+    if status is None or not status["ok"]:
+        seen = _workers_seen()
+        if seen:
+            return {"ok": True, "names": seen, "error": ""}
+    return status or {"ok": None, "names": [], "error": ""}  # None: no answer yet
 
 
 def _workers_seen() -> list[str]:

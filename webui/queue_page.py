@@ -3,7 +3,6 @@ filters select, and the similarity histograms."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from urllib.parse import urlencode
 
@@ -105,7 +104,7 @@ def queue_rows(found: clusterings.Clustering, numbers: list[int]) -> list[dict]:
 
 
 def queue_counts(found: clusterings.Clustering, counted: np.ndarray, listed: int) -> dict:
-    """Return the figures of the clusters the filters select, whatever their status."""
+    """Return the figures of the clusters the queue lists (filters, search and status)."""
     return {
         "clusters": len(counted),
         "articles": int(found.size[counted].sum()),
@@ -113,6 +112,7 @@ def queue_counts(found: clusterings.Clustering, counted: np.ndarray, listed: int
         "matches": int(found.matches[counted].sum()),
         "listed": listed,
         "filtered": len(counted) < len(found.size),
+        "any": len(found.size),  # clusters at these bars, whatever the filters
     }
 
 
@@ -133,9 +133,9 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
     table = selectors.match_table()
     found = table.clustering(threshold.bars)
     order, hits, text_limited = listed_clusters(found, qp)
-    # The figures follow the filters and the search, whatever the status: they say how many
-    # of the clusters these filters select wait for review.
-    counted = clusterings.cluster_queue(found, dataclasses.replace(qp, status="all").filter(hits))
+    # The figures count what the list shows: the clusters of these filters, the search and
+    # the status (a headline of 48 clusters over a list of 35 waiting read as a contradiction).
+    counted = order
     page = Paginator(order, PER_PAGE).get_page(page_number)
     query = {key: v for key, v in params.items() if key not in ("page", "k") and v != ""}
     return {
@@ -144,6 +144,11 @@ def queue_context(params, settings: Settings, page_number: str | None) -> dict:
         "page": page,
         "rows": queue_rows(found, [int(c) for c in page.object_list]),
         "query": urlencode(query),
+        # The export's parameters: the bars once (the query may carry them too), then the rest.
+        "export_query": urlencode(
+            {"near": f"{threshold.near:g}", "partial": f"{threshold.partial:g}"}
+            | {key: v for key, v in query.items() if key not in ("near", "partial")}
+        ),
         "sources": table.sources,
         "text_limited": text_limited,
         "text_searched": TEXT_SEARCHED,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import unicodedata
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
@@ -234,10 +236,12 @@ def _formula_lead(value: str) -> bool:
 
 
 def _csv_response(rows, name: str) -> StreamingHttpResponse:
+    """Stream `rows` as CSV, after a UTF-8 byte-order mark: without it Excel reads the file
+    in the machine's code page and garbles Chinese (other readers skip the mark)."""
     writer = csv.writer(_Echo())
+    lines = (writer.writerow([csv_cell(v) for v in row]) for row in rows)
     response = StreamingHttpResponse(
-        (writer.writerow([csv_cell(v) for v in row]) for row in rows),
-        content_type="text/csv; charset=utf-8",
+        itertools.chain(["\ufeff"], lines), content_type="text/csv; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
@@ -256,7 +260,9 @@ def _decision_rows():
     )
     for did, a, b, verdict, who, when, note, *fields in rows.iterator(chunk_size=2000):
         fields = ["" if value is None else value for value in fields]
-        yield [did, a, b or "", verdict, who or "", when.isoformat(), note, *fields]
+        # In the site's time zone, as the pages show it (the offset says which).
+        at = timezone.localtime(when).isoformat()
+        yield [did, a, b or "", verdict, who or "", at, note, *fields]
 
 
 @require_GET

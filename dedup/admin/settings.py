@@ -20,6 +20,7 @@ from dedup.models import (
     RebuildState,
     Settings,
 )
+from dedup.services.rebuilds import superseded
 
 
 class SettingsForm(forms.ModelForm):
@@ -37,7 +38,10 @@ class SettingsForm(forms.ModelForm):
         except (ConfigError, PlanError) as error:
             raise ValidationError(str(error)) from error
         if probe.threshold > probe.k_max:
-            self.add_error("threshold", f"at most the largest distance indexed ({probe.k_max})")
+            self.add_error(
+                "threshold",
+                _("at most the largest distance indexed (%(k_max)s)") % {"k_max": probe.k_max},
+            )
         return data
 
 
@@ -101,11 +105,13 @@ class SettingsAdmin(admin.ModelAdmin):
             self.message_user(
                 request,
                 format_html(
-                    "Fingerprints change with these settings: <a href='{}'>rebuild {}</a> has "
-                    "started; matches come from version {} until it ends.",
-                    url,
-                    job.pk,
-                    obj.active_version or "-",
+                    _(
+                        "Fingerprints change with these settings: <a href='{url}'>rebuild {id}</a>"
+                        " has started; matches come from version {version} until it ends."
+                    ),
+                    url=url,
+                    id=job.pk,
+                    version=obj.active_version or "-",
                 ),
                 messages.WARNING,
             )
@@ -117,8 +123,17 @@ class RebuildJobAdmin(ReadOnlyAdmin):
 
     list_display = ["id", "version", "state", "progress", "started_at", "finished_at"]
     list_filter = ["state"]
-    fields = ["version", "state", "progress", "started_at", "finished_at", "message"]
+    fields = ["version", "state", "progress", "started_at", "finished_at", "message_shown"]
     readonly_fields = fields
+
+    @admin.display(description=_("message"))
+    def message_shown(self, obj: RebuildJob) -> str:
+        """The job's message (stored in English, as logs and the API read it) in the reader's
+        language where it is one the rebuilds write."""
+        version = obj.message.removeprefix(superseded(""))
+        if version != obj.message:
+            return _("superseded: the index version is now %(version)s") % {"version": version}
+        return obj.message or "-"
 
     @admin.display(description=_("progress"))
     def progress(self, obj: RebuildJob) -> str:

@@ -18,18 +18,23 @@ class ApiToken(models.Model):
     """A secret for the JSON API; only its hash is kept."""
 
     user = models.ForeignKey(
-        django_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+        django_settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="api_tokens",
+        verbose_name=_("user"),
     )
-    name = models.CharField(max_length=100, blank=True)
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
+    name = models.CharField(max_length=100, blank=True, verbose_name=_("name"))
+    key_hash = models.CharField(
+        max_length=64, unique=True, editable=False, verbose_name=_("key hash")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    last_used_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last used at"))
 
     class Meta:
         verbose_name, verbose_name_plural = _("API token"), _("API tokens")
 
     def __str__(self) -> str:
-        return f"{self.name or 'token'} of {self.user}"
+        return _("%(name)s of %(user)s") % {"name": self.name or _("token"), "user": self.user}
 
     @staticmethod
     def hash_key(key: str) -> str:
@@ -62,9 +67,16 @@ class Webhook(models.Model):
     active = models.BooleanField(_("active"), default=True)
     # The last match and decision turned into deliveries (their change sequence); null until
     # the first dispatch, which starts from the newest: a new webhook is not sent the past.
-    match_cursor = models.BigIntegerField(null=True, blank=True, editable=False)
-    decision_cursor = models.BigIntegerField(null=True, blank=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    match_cursor = models.BigIntegerField(
+        null=True, blank=True, editable=False, verbose_name=_("match cursor")
+    )
+    decision_cursor = models.BigIntegerField(
+        null=True, blank=True, editable=False, verbose_name=_("decision cursor")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+
+    class Meta:
+        verbose_name, verbose_name_plural = _("webhook"), _("webhooks")
 
     def __str__(self) -> str:
         return self.url
@@ -79,22 +91,33 @@ class DeliveryState(models.TextChoices):
 class WebhookDelivery(models.Model):
     """One event sent (or being sent) to a webhook, and what its receiver answered last."""
 
-    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
-    event = models.CharField(max_length=40)
-    payload = models.JSONField(encoder=DjangoJSONEncoder)
-    state = models.CharField(
-        max_length=10, choices=DeliveryState.choices, default=DeliveryState.PENDING
+    webhook = models.ForeignKey(
+        Webhook, on_delete=models.CASCADE, related_name="deliveries", verbose_name=_("webhook")
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
-    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    response_body = models.CharField(max_length=1000, blank=True)
-    error = models.CharField(max_length=500, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
+    event = models.CharField(max_length=40, verbose_name=_("event"))
+    payload = models.JSONField(encoder=DjangoJSONEncoder, verbose_name=_("payload"))
+    state = models.CharField(
+        max_length=10,
+        choices=DeliveryState.choices,
+        default=DeliveryState.PENDING,
+        verbose_name=_("state"),
+    )
+    attempts = models.PositiveSmallIntegerField(default=0, verbose_name=_("attempts"))
+    response_status = models.PositiveSmallIntegerField(
+        null=True, blank=True, verbose_name=_("response status")
+    )
+    response_body = models.CharField(max_length=1000, blank=True, verbose_name=_("response body"))
+    error = models.CharField(max_length=500, blank=True, verbose_name=_("error"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    sent_at = models.DateTimeField(null=True, blank=True, verbose_name=_("sent at"))
 
     class Meta:
-        verbose_name_plural = "webhook deliveries"
+        verbose_name, verbose_name_plural = _("webhook delivery"), _("webhook deliveries")
         indexes = [models.Index(fields=["webhook", "state"])]
 
     def __str__(self) -> str:
-        return f"{self.event} to {self.webhook} ({self.state})"
+        return _("%(event)s to %(webhook)s (%(state)s)") % {
+            "event": self.event,
+            "webhook": self.webhook,
+            "state": self.get_state_display(),
+        }

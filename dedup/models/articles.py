@@ -38,13 +38,16 @@ class Article(models.Model):
     published_at = models.DateTimeField(_("published"), null=True, blank=True)
     created_at = models.DateTimeField(_("received"), auto_now_add=True)
     # published_at, or created_at when unknown: what the retention window compares.
-    dated_at = models.DateTimeField(db_index=True)
-    content_hash = models.CharField(max_length=64, db_index=True)
-    length = models.PositiveIntegerField(default=0)
+    dated_at = models.DateTimeField(db_index=True, verbose_name=_("dated at"))
+    content_hash = models.CharField(max_length=64, db_index=True, verbose_name=_("content hash"))
+    length = models.PositiveIntegerField(default=0, verbose_name=_("length"))
     status = models.CharField(
-        max_length=12, choices=ArticleStatus.choices, default=ArticleStatus.PENDING
+        max_length=12,
+        choices=ArticleStatus.choices,
+        default=ArticleStatus.PENDING,
+        verbose_name=_("status"),
     )
-    status_message = models.CharField(max_length=500, blank=True)
+    status_message = models.CharField(max_length=500, blank=True, verbose_name=_("status message"))
     exact_of = models.ForeignKey(
         "self",
         null=True,
@@ -52,6 +55,7 @@ class Article(models.Model):
         on_delete=models.SET_NULL,
         related_name="exact_copies",
         db_index=False,  # a partial index below: most articles are no copy
+        verbose_name=_("exact copy of"),
     )
     upload = models.ForeignKey(
         "UploadBatch",
@@ -60,8 +64,9 @@ class Article(models.Model):
         on_delete=models.SET_NULL,
         related_name="articles",
         db_index=False,  # one_article_per_upload_row starts with it
+        verbose_name=_("upload"),
     )
-    row = models.PositiveIntegerField(null=True, blank=True)
+    row = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("row"))
     # Who sent it through the API (an upload's rows name their uploader by their upload): who,
     # beside an admin, may replace it.
     submitted_by = models.ForeignKey(
@@ -71,10 +76,11 @@ class Article(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
         db_index=False,  # read only with the article, never to find articles
+        verbose_name=_("submitted by"),
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    processed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, verbose_name=_("attempts"))
+    claimed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("claimed at"))
+    processed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("processed at"))
 
     class Meta:
         verbose_name, verbose_name_plural = _("article"), _("articles")
@@ -105,7 +111,7 @@ class Article(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.title or f"article {self.pk}"
+        return self.title or _("Article %(id)s") % {"id": self.pk}
 
     @staticmethod
     def hash_body(body: str) -> str:
@@ -125,17 +131,23 @@ class FingerprintStatus(models.TextChoices):
 class Fingerprint(models.Model):
     """An article's fingerprint and verification features under one configuration version."""
 
-    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="fingerprints")
-    version = models.CharField(max_length=120)
-    value = models.BigIntegerField(null=True)  # signed; None when the text has no usable words
-    status = models.CharField(max_length=12, choices=FingerprintStatus.choices)
-    tokens = models.PositiveIntegerField(default=0)
-    features = models.BinaryField()  # dedup.engine.features.Features, packed
+    article = models.ForeignKey(
+        Article, on_delete=models.CASCADE, related_name="fingerprints", verbose_name=_("article")
+    )
+    version = models.CharField(max_length=120, verbose_name=_("version"))
+    # signed; None when the text has no usable words
+    value = models.BigIntegerField(null=True, verbose_name=_("value"))
+    status = models.CharField(
+        max_length=12, choices=FingerprintStatus.choices, verbose_name=_("status")
+    )
+    tokens = models.PositiveIntegerField(default=0, verbose_name=_("tokens"))
+    # dedup.engine.features.Features, packed
+    features = models.BinaryField(verbose_name=_("features"))
     # What screens candidates before their features are loaded (dedup.engine.screen): the
     # number of shingles and the sketch, uint32 little-endian; null when not computed.
-    shingles = models.PositiveIntegerField(default=0)
-    sketch = models.BinaryField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    shingles = models.PositiveIntegerField(default=0, verbose_name=_("shingles"))
+    sketch = models.BinaryField(null=True, blank=True, verbose_name=_("sketch"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
         verbose_name, verbose_name_plural = _("fingerprint"), _("fingerprints")

@@ -27,26 +27,30 @@ class AuditEntry(models.Model):
     The user's name is kept beside the link, so an entry still says who after the user is
     deleted; `changes` holds what changed ({"field": [before, after]}) or what went."""
 
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("at"))
     user = models.ForeignKey(
         django_settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("user"),
     )
-    username = models.CharField(max_length=150, blank=True)
-    action = models.CharField(max_length=20, choices=AuditAction.choices, db_index=True)
-    object_type = models.CharField(max_length=100, blank=True)
-    object_id = models.CharField(max_length=64, blank=True)
-    object_repr = models.CharField(max_length=300, blank=True)
-    changes = models.JSONField(default=dict, blank=True)
-    message = models.TextField(blank=True)
-    address = models.CharField(max_length=64, blank=True)
+    username = models.CharField(max_length=150, blank=True, verbose_name=_("username"))
+    action = models.CharField(
+        max_length=20, choices=AuditAction.choices, db_index=True, verbose_name=_("action")
+    )
+    object_type = models.CharField(max_length=100, blank=True, verbose_name=_("object type"))
+    object_id = models.CharField(max_length=64, blank=True, verbose_name=_("object id"))
+    object_repr = models.CharField(max_length=300, blank=True, verbose_name=_("object"))
+    changes = models.JSONField(default=dict, blank=True, verbose_name=_("changes"))
+    message = models.TextField(blank=True, verbose_name=_("message"))
+    address = models.CharField(max_length=64, blank=True, verbose_name=_("address"))
 
     class Meta:
         verbose_name, verbose_name_plural = _("audit entry"), _("audit log")
         indexes = [models.Index(fields=["username", "at"], name="audit_user_at")]
 
     def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M} {self.username or '-'} {self.action} {self.object_repr}"
+        who, what = self.username or "-", self.get_action_display()
+        return f"{self.at:%Y-%m-%d %H:%M} {who} {what} {self.object_repr}"

@@ -20,17 +20,21 @@ class MatchKind(models.TextChoices):
 class Match(models.Model):
     """Two articles found to be duplicates: a is the earlier (lower id), b the later."""
 
-    a = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="matches_as_a")
-    b = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="matches_as_b")
-    kind = models.CharField(max_length=10, choices=MatchKind.choices)
-    distance = models.PositiveSmallIntegerField(null=True, blank=True)
-    similarity = models.FloatField()
-    shared_passages = models.JSONField(default=list, blank=True)
+    a = models.ForeignKey(
+        Article, on_delete=models.CASCADE, related_name="matches_as_a", verbose_name=_("article A")
+    )
+    b = models.ForeignKey(
+        Article, on_delete=models.CASCADE, related_name="matches_as_b", verbose_name=_("article B")
+    )
+    kind = models.CharField(max_length=10, choices=MatchKind.choices, verbose_name=_("kind"))
+    distance = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("distance"))
+    similarity = models.FloatField(verbose_name=_("similarity"))
+    shared_passages = models.JSONField(default=list, blank=True, verbose_name=_("shared passages"))
     # Characters of the smaller article's text (boilerplate aside) found in the other; of a
     # partial copy, those of its passages mostly in the other (Duplicate.shared_chars).
-    shared_chars = models.PositiveIntegerField(default=0)
-    version = models.CharField(max_length=120)
-    found_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    shared_chars = models.PositiveIntegerField(default=0, verbose_name=_("shared characters"))
+    version = models.CharField(max_length=120, verbose_name=_("version"))
+    found_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("found at"))
 
     class Meta:
         verbose_name, verbose_name_plural = _("match"), _("matches")
@@ -41,7 +45,7 @@ class Match(models.Model):
         indexes = [models.Index(fields=["distance"]), models.Index(fields=["kind"])]
 
     def __str__(self) -> str:
-        return f"{self.a_id} ~ {self.b_id} ({self.kind}, d={self.distance})"
+        return f"{self.a_id} ~ {self.b_id} ({self.get_kind_display()}, d={self.distance})"
 
 
 class Verdict(models.TextChoices):
@@ -55,23 +59,35 @@ class Verdict(models.TextChoices):
 class Decision(models.Model):
     """An editor's decision on a pair (duplicate or not) or on an article (the original)."""
 
-    a = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="+")
+    a = models.ForeignKey(
+        Article, on_delete=models.CASCADE, related_name="+", verbose_name=_("article A")
+    )
     b = models.ForeignKey(
-        Article, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+        Article,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("article B"),
     )
-    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, verbose_name=_("verdict"))
     decided_by = models.ForeignKey(
-        django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        verbose_name=_("decided by"),
     )
-    decided_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    note = models.CharField(max_length=500, blank=True)
+    decided_at = models.DateTimeField(
+        auto_now_add=True, db_index=True, verbose_name=_("decided at")
+    )
+    note = models.CharField(max_length=500, blank=True, verbose_name=_("note"))
 
     class Meta:
         verbose_name, verbose_name_plural = _("decision"), _("decisions")
 
     def __str__(self) -> str:
         pair = f"{self.a_id} ~ {self.b_id}" if self.b_id else f"{self.a_id}"
-        return f"{pair}: {self.verdict}"
+        return f"{pair}: {self.get_verdict_display()}"
 
 
 class MatchVersion(models.Model):

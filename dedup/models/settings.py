@@ -22,7 +22,12 @@ class Settings(models.Model):
     (dedup/services/rebuilds.py); until it ends, answers come from `active_version`."""
 
     threshold = models.PositiveSmallIntegerField(
-        _("default threshold"), default=3, help_text=_("distance shown to editors at first")
+        _("default threshold"),
+        default=3,
+        help_text=_(
+            "a fingerprint distance, at most the largest indexed; the queue does not use it "
+            "(it shows verified copies by similarity)"
+        ),
     )
     k_max = models.PositiveSmallIntegerField(
         _("largest distance indexed"), default=4, help_text=_("candidates up to this distance")
@@ -53,17 +58,21 @@ class Settings(models.Model):
             "characters of the smaller article's passages (boilerplate aside) mostly in the other"
         ),
     )
-    active_version = models.CharField(max_length=120, blank=True, editable=False)
+    active_version = models.CharField(
+        max_length=120, blank=True, editable=False, verbose_name=_("active version")
+    )
     # The fields active_version was made with (engine_config and plan), kept while a rebuild
     # moves to new ones, so that answers can still be computed the old way.
-    active_config = models.JSONField(default=dict, blank=True, editable=False)
-    updated_at = models.DateTimeField(auto_now=True)
+    active_config = models.JSONField(
+        default=dict, blank=True, editable=False, verbose_name=_("active configuration")
+    )
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
         verbose_name = verbose_name_plural = _("settings")
 
     def __str__(self) -> str:
-        return f"settings ({self.index_version})"
+        return _("settings (%(version)s)") % {"version": self.index_version}
 
     @classmethod
     def load(cls) -> Settings:
@@ -121,29 +130,37 @@ class RebuildState(models.TextChoices):
 class RebuildJob(models.Model):
     """Re-fingerprinting and re-indexing every article under a new version."""
 
-    version = models.CharField(max_length=120)
+    version = models.CharField(max_length=120, verbose_name=_("version"))
     state = models.CharField(
-        max_length=12, choices=RebuildState.choices, default=RebuildState.RUNNING
+        max_length=12,
+        choices=RebuildState.choices,
+        default=RebuildState.RUNNING,
+        verbose_name=_("state"),
     )
-    total = models.PositiveIntegerField(default=0)
-    done = models.PositiveIntegerField(default=0)
-    started_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    message = models.TextField(blank=True)
+    total = models.PositiveIntegerField(default=0, verbose_name=_("total"))
+    done = models.PositiveIntegerField(default=0, verbose_name=_("done"))
+    started_at = models.DateTimeField(auto_now_add=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
+    message = models.TextField(blank=True, verbose_name=_("message"))
     # The last article rebuilt, in id order: a rebuild delivered again goes on from there.
     # A rebuild first indexes every article, then matches each against the whole index
     # (`indexed` set between the two, `position` counted again from 0).
-    position = models.BigIntegerField(default=0)
-    indexed = models.BooleanField(default=False)
+    position = models.BigIntegerField(default=0, verbose_name=_("position"))
+    indexed = models.BooleanField(default=False, verbose_name=_("indexed"))
     # Moved at every chunk while a worker runs it: beat resumes a running job whose heartbeat
     # is stale (and whose lock is free).
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, verbose_name=_("heartbeat at"))
 
     class Meta:
         verbose_name, verbose_name_plural = _("rebuild job"), _("rebuild jobs")
 
     def __str__(self) -> str:
-        return f"rebuild {self.version} ({self.state} {self.done}/{self.total})"
+        return _("rebuild %(version)s (%(state)s %(done)s/%(total)s)") % {
+            "version": self.version,
+            "state": self.get_state_display(),
+            "done": self.done,
+            "total": self.total,
+        }
 
     @property
     def articles(self) -> int:

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
+from django.apps import apps
 from django.contrib.admin.models import LogEntry
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -62,6 +63,15 @@ def _shown(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _type_name(label: str) -> str:
+    """Return the verbose name of the model `label` names ("dedup.Settings": 设置), or the
+    label's last part for a model gone since."""
+    try:
+        return str(apps.get_model(label)._meta.verbose_name)
+    except (LookupError, ValueError):
+        return label.split(".")[-1]
+
+
 def _entry_row(entry: AuditEntry) -> AuditRow:
     changes = entry.changes if isinstance(entry.changes, dict) else {}
     rows = []
@@ -71,9 +81,9 @@ def _entry_row(entry: AuditEntry) -> AuditRow:
     message = entry.message
     if message.startswith("["):  # the admin's own change message: read as it reads it
         message = LogEntry(change_message=message).get_change_message()
-    target = entry.object_repr or entry.object_type
+    target = entry.object_repr or _type_name(entry.object_type)
     if entry.object_type and entry.object_repr:
-        target = f"{entry.object_type.split('.')[-1]} {entry.object_id}: {entry.object_repr}"
+        target = f"{_type_name(entry.object_type)} {entry.object_id}: {entry.object_repr}"
     return AuditRow(
         at=entry.at,
         username=entry.username,

@@ -2,7 +2,8 @@
 HEARTBEAT_SECONDS in the shared cache (Redis), and the overview and /readyz count a worker
 seen within SEEN_SECONDS as running even when it is too busy to answer a ping in time (a
 ping waits half a second; under load a worker's reply can take longer). Without Redis (the
-file broker of `./dev serve`) each process has a cache of its own: only pings count there."""
+file broker of `./dev serve`, whose pings answer later than that) the cache is in files under
+var/, which the server and the worker share."""
 
 from __future__ import annotations
 

@@ -166,6 +166,13 @@ def uploads_requeue_stuck(*, older_than_seconds: int | None = None) -> int:
     return len(ids)
 
 
+def chunk_limit(flushed: int, first: int = 50) -> int:
+    """Return the most rows of an upload's chunk number `flushed` (from 0): 50, 100, 200,
+    then DEDUP_CHUNK_SIZE, so that progress moves (300 rows in one chunk went 0 to 100%)."""
+    largest = max(1, django_settings.DEDUP_CHUNK_SIZE)
+    return min(largest, first << min(flushed, 20))
+
+
 @dataclass
 class _Reading:
     """What reading one upload has counted so far, and its rows waiting to be stored."""
@@ -178,12 +185,13 @@ class _Reading:
     rejected: int = 0
     errors: list[dict] = field(default_factory=list)
     pending: list[tuple[dict, int]] = field(default_factory=list)  # (fields, row number)
+    flushed: int = 0  # chunks stored so far
 
     def accept(self, fields: dict, number: int) -> None:
         self.accepted += 1
         if number not in self.made:
             self.pending.append((fields, number))
-        if len(self.pending) >= django_settings.DEDUP_CHUNK_SIZE:
+        if len(self.pending) >= chunk_limit(self.flushed):
             self.flush()
 
     def reject(self, number: int, message: str) -> None:
@@ -205,6 +213,7 @@ class _Reading:
                 errors=self.errors,
             )
         self.pending.clear()
+        self.flushed += 1
 
 
 def _upload_fields(row, batch: UploadBatch) -> dict:

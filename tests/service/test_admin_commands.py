@@ -221,7 +221,7 @@ def test_settings_admin_change_of_fingerprints_starts_a_rebuild(admin_client):
     assert Settings.load().top_n == 128
     job = RebuildJob.objects.get()
     assert job.version == Settings.load().index_version
-    assert f"rebuild {job.pk}" in response.content.decode()
+    assert f"重建 {job.pk}</a> 已开始" in response.content.decode()  # the notice, in Chinese
 
 
 def test_settings_admin_change_of_threshold_starts_no_rebuild(admin_client):
@@ -235,7 +235,7 @@ def test_settings_admin_refuses_a_threshold_over_k_max(admin_client):
     url = reverse("admin:dedup_settings_change", args=[Settings.load().pk])
     response = admin_client.post(url, settings_form(threshold=12, k_max=10))
     assert response.status_code == 200  # the form again, with the error
-    assert "at most the largest distance indexed" in response.content.decode()
+    assert "不能超过索引的最大距离（" in response.content.decode()
     assert Settings.load().threshold == 3
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -124,3 +125,54 @@ def test_a_database_url_may_name_a_unix_socket_directory_and_the_tests_database(
     db = database_from_url("postgres://postgres@/dedup?host=/srv/pg&test_name=test_x")
     assert (db["HOST"], db["NAME"], db["USER"]) == ("/srv/pg", "dedup", "postgres")
     assert db["TEST"]["NAME"] == "test_x" and db["OPTIONS"] == {}
+
+
+def test_ctrl_c_on_dev_serve_stops_the_embedded_postgresql_too(var):
+    """README: "Ctrl-C stops both". pg_ctl starts the server in a session of its own, which a
+    terminal's Ctrl-C (SIGINT to the foreground process group) never reaches: `./dev` stops it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = environment(var) | {"DEBUG": "0"}  # no demo corpus: quicker, the same shutdown
+    log = var.parent / "serve.log"
+    var.mkdir(parents=True)
+    with log.open("wb") as out:
+        serve = subprocess.Popen(
+            ["bash", "dev", "serve", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True,  # its group: the terminal's
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while "Quit the server with CONTROL-C" not in log.read_text(errors="replace"):
+            assert serve.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        assert run(var, "-m", "dedup.embedded", "status").returncode == 0
+        os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C sends
+        serve.wait(60)
+        status = run(var, "-m", "dedup.embedded", "status")
+        assert status.returncode == 3 and "not running" in status.stdout, log.read_text()
+        assert embedded._running_socket_dir(var / "postgres") is None
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+        run(var, "-m", "dedup.embedded", "stop")
+
+
+def test_the_file_broker_names_a_host_so_kombu_warns_of_none(var):
+    """`./dev serve` printed kombu's "No hostname was supplied. Reverting to default
+    'localhost'" four times: every connection to a broker URL without a host says so."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {"DEDUP_VAR_DIR": str(var)}
+    code = (
+        "import logging; logging.basicConfig()\n"
+        "from dedup import settings as s\n"
+        "from kombu import Connection\n"
+        "c = Connection(s.CELERY_BROKER_URL, transport_options=s.CELERY_BROKER_TRANSPORT_OPTIONS)\n"
+        "c.info(); c.as_uri(); c.clone().info()\n"
+        "print(s.CELERY_BROKER_URL)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith("filesystem://")
+    assert "No hostname was supplied" not in done.stderr

@@ -78,7 +78,7 @@ def shown(editor_client, api_client, stored) -> dict[str, set[int]]:
             if row["article"] == m.b_id:
                 api.add(m.pk)
     response = editor_client.get("/export/clusters.csv?status=all")
-    _head, *rows = csv.reader(io.StringIO(b"".join(response.streaming_content).decode()))
+    _head, *rows = csv.reader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
     exported = {int(r[1]) for r in rows}
     csv_shown = {m.pk for m in stored.values() if {m.a_id, m.b_id} <= exported}
     assert in_queue == len(api) == len(csv_shown), (in_queue, api, csv_shown)

@@ -20,9 +20,10 @@ from tests.webui.conftest import article
 
 pytestmark = pytest.mark.django_db
 
-# Open to anyone: the probes, signing in and out, the language switch.
+# Open to anyone: the probes, the (empty) icon, signing in and out, the language switch.
 PUBLIC = {
     "healthz",
+    "favicon.ico",
     "readyz",
     "accounts/login/",
     "accounts/logout/",

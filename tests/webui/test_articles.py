@@ -148,8 +148,8 @@ def test_upload_page_lists_its_articles_and_what_was_found(editor_client, pair, 
     assert response.status_code == 200
     rows = response.context["rows"]
     assert [r.id for r in rows] == [a.id, b.id, lone.id]  # in file order
-    assert rows[0].best_other == b.id and rows[0].match_count == 1
-    assert rows[2].best_match is None
+    assert [c["other"] for c in rows[0].copies] == [b.id] and rows[0].match_count == 1
+    assert rows[2].copies == []
     html = response.content.decode()
     assert f'href="/articles/{lone.id}/"' in html and f'href="/compare/{a.id}/{b.id}/"' in html
     assert XSS not in html
@@ -158,6 +158,26 @@ def test_upload_page_lists_its_articles_and_what_was_found(editor_client, pair, 
     new = editor_client.get(f"/uploads/{upload.id}/?found=new").context["rows"]
     assert [r.id for r in new] == [lone.id]
     assert editor_client.get("/uploads/999999/").status_code == 404
+
+
+def test_upload_page_lists_a_rows_copies_as_the_article_page_does(editor_client, pair, upload):
+    """Issue 31: the "found" column showed one best match by similarity, which mixes two
+    measures (a partial copy's is the containment of the smaller article): a demo article
+    containing the row outranked its real repost. Each copy is listed with its kind and
+    similarity and a link to the compare page, near copies first."""
+    a, b, _lone = pair
+    container = stored_article(
+        9, body="今天北京的天气很好，我们去公园散步。第1篇文章的内容在这里。" * 3
+    )
+    Match.objects.create(
+        a=a, b=container, kind="partial", distance=None, similarity=0.97, shared_chars=30
+    )
+    html = editor_client.get(f"/uploads/{upload.id}/").content.decode()
+    row = html.split(f'data-article="{a.id}"')[1].split("</tr>")[0]
+    assert f'href="/compare/{a.id}/{b.id}/"' in row  # the near repost, before the container
+    assert f'href="/compare/{a.id}/{container.id}/"' in row
+    assert row.index(f"/compare/{a.id}/{b.id}/") < row.index(f"/compare/{a.id}/{container.id}/")
+    assert "近似副本" in row and "部分副本" in row and "0.810" in row and "0.970" in row
 
 
 def immediate() -> None:

@@ -32,6 +32,7 @@ class _Drawing:
         self.grouped = settings.USE_THOUSAND_SEPARATOR
         # Truncator's own default suffix, looked up once, not twice per title.
         self.ellipsis = pgettext("String to return when truncating text", "%(truncated_text)s…")
+        self.suffix = self.ellipsis % {"truncated_text": ""}
         self.characters = gettext("%(n)s characters")
         self.untitled = gettext("Article %(id)s")
 
@@ -47,7 +48,13 @@ class _Drawing:
         text = str(value)
         if len(text) <= length:  # combining characters count for nothing: it fits
             return conditional_escape(unicodedata.normalize("NFC", text))
-        return conditional_escape(Truncator(text).chars(length, truncate=self.ellipsis))
+        cut = Truncator(text).chars(length, truncate=self.ellipsis)
+        # A text cut just after an ellipsis of its own (the demo's titles: "…（摘录）") gets
+        # one, not two ("肯…...": Django's Chinese suffix is "...").
+        kept = cut[: len(cut) - len(self.suffix)]
+        if kept.endswith(("…", ".")):
+            cut = self.ellipsis % {"truncated_text": kept.rstrip("….")}
+        return conditional_escape(cut)
 
 
 def _day(value) -> str:

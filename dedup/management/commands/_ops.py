@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections.abc import Callable
@@ -20,8 +19,6 @@ def worker_running(timeout: float = 1.0) -> bool:
         return False
     from dedup.celery import app
 
-    # kombu warns that filesystem:// names no host; that is how the local broker is meant.
-    logging.getLogger("kombu.connection").setLevel(logging.ERROR)
     try:
         return bool(app.control.ping(timeout=timeout))
     except Exception:  # a broker that cannot be reached has no worker either

@@ -21,7 +21,9 @@ from django.db import transaction
 from dedup import services
 from dedup.models import UploadBatch
 
-DEMO_UPLOAD = "demo corpus (bench/corpus.py)"
+# Named as the Chinese pages show it (its articles are Chinese); loaded once under either name.
+DEMO_UPLOAD = "演示语料 (bench/corpus.py)"
+DEMO_UPLOAD_BEFORE = "demo corpus (bench/corpus.py)"
 USERS = {  # username: (group, staff and superuser, default password)
     "admin": ("admin", True, "dedup-admin"),
     "editor": ("editor", False, "dedup-editor"),
@@ -72,7 +74,8 @@ class Command(BaseCommand):
             )
         for line in self.users_create():
             self.stdout.write(line)
-        loaded = UploadBatch.objects.filter(name=DEMO_UPLOAD).order_by("pk").first()
+        names = [DEMO_UPLOAD, DEMO_UPLOAD_BEFORE]
+        loaded = UploadBatch.objects.filter(name__in=names).order_by("pk").first()
         if loaded is not None:
             self.stdout.write(f"Demo corpus already loaded (upload {loaded.pk}, {loaded.state}).")
             return

@@ -36,7 +36,7 @@ from bench import provenance
 from bench.cpumeter import _stat
 
 RESULTS = Path(__file__).parent / "results" / "scale_spark.md"
-DRIVER_MEMORY = "6g"
+DRIVER_MEMORY = "2g"  # with the workers, under 3 GB at 10^5 articles (no bigmem lock)
 
 
 class TreeCpu:
@@ -73,9 +73,9 @@ class TreeCpu:
         return self.process.returncode, wall, max(waited, sampled), err.decode()
 
 
-def run(argv: list[str], out: Path | None = None) -> dict:
+def run(argv: list[str], out: Path | None = None, memory: str = DRIVER_MEMORY) -> dict:
     # The driver's JVM holds the local executors: Spark's default 1 GiB is short at 10^5.
-    submit = f"--driver-memory {DRIVER_MEMORY} pyspark-shell"
+    submit = f"--driver-memory {memory} pyspark-shell"
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYSPARK_SUBMIT_ARGS": submit}
     with open(out or os.devnull, "wb") as stdout:
         meter = TreeCpu([sys.executable, "-m", "dedup", *argv], env, stdout)
@@ -107,22 +107,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--no-archive", action="store_true", help="skip the archive mode")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--driver-memory", default=DRIVER_MEMORY, help="the Spark JVM's heap")
     args = parser.parse_args(argv)
     lines = [
         f"Load average {os.getloadavg()[0]:.1f} at the start (2 cores shared with other work).",
         "",
     ]
 
+    command = " ".join(["python -m bench.scale_spark", *(sys.argv[1:] if argv is None else argv)])
+
     def say(line: str = "") -> None:
         print(line, flush=True)
         lines.append(line)
+        if line.startswith("| "):  # each row as it comes: a long run leaves what it measured
+            provenance.write(RESULTS, "\n".join(lines) + "\n", command)
 
     rows, kinds = build_stream(args.articles, args.seed)
+    count = len(rows)
+    cut = None if args.no_archive else round(count * args.archive_share)
     with tempfile.TemporaryDirectory(prefix="scale-spark-") as tmp:
         base = Path(tmp)
         source = base / "articles.jsonl"
         size = write_jsonl(rows, source) / 1e6
-        say(f"{len(rows):,} articles, {size:,.1f} MB ({dict(kinds)})")
+        if cut is not None:
+            write_parquet(rows[:cut], base / "archive.parquet")
+            write_jsonl([{**r, "id": str(r["id"])} for r in rows[cut:]], base / "batch.jsonl")
+            new = {str(r["id"]) for r in rows[cut:]}
+        del rows  # the runners' memory, not this process's
+        say(f"{count:,} articles, {size:,.1f} MB ({dict(kinds)})")
         say()
         say(
             "| mode | runner | articles | pairs | wall s | CPU s | CPU ms/article "
@@ -131,37 +143,29 @@ def main(argv: list[str] | None = None) -> None:
         say("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         cli = run(["duplicates", "--input", str(source)], base / "cli.jsonl")
         everything = pairs_of(base / "cli.jsonl")
-        say(_row("all articles", "duplicates, one process", len(rows), len(everything), cli))
-        modes = [("whole", None)]
-        if not args.no_archive:
-            modes.append(("archive", round(len(rows) * args.archive_share)))
-        for mode, cut in modes:
+        say(_row("all articles", "duplicates, one process", count, len(everything), cli))
+        for mode in ("whole",) if cut is None else ("whole", "archive"):
             spark_argv = ["spark", "--master", args.master, "--output", str(base / mode)]
             expected = everything
-            if cut is None:
+            if mode == "whole":
                 spark_argv += ["--input", str(source)]
                 label = "all articles"
             else:
-                write_parquet(rows[:cut], base / "archive.parquet")
-                batch = base / "batch.jsonl"
-                write_jsonl([{**r, "id": str(r["id"])} for r in rows[cut:]], batch)
-                spark_argv += ["--input", str(batch), "--archive", str(base / "archive.parquet")]
-                new = {str(r["id"]) for r in rows[cut:]}
+                batch, archive = base / "batch.jsonl", base / "archive.parquet"
+                spark_argv += ["--input", str(batch), "--archive", str(archive)]
                 expected = [
                     {**p, "a": str(p["a"]), "b": str(p["b"])}
                     for p in everything
                     if str(p["a"]) in new or str(p["b"]) in new
                 ]
                 label = f"{len(new):,} new against {cut:,} stored"
-            job = run(spark_argv)
+            job = run(spark_argv, memory=args.driver_memory)
             found = pairs_of(base / mode / "pairs.jsonl")
-            say(_row(label, f"spark {args.master}", len(rows), len(found), job, cli))
+            say(_row(label, f"spark {args.master}", count, len(found), job, cli))
             if found != expected:
                 say(f"**The pairs differ** ({len(found):,} against {len(expected):,}).")
             print(f"  job: {job['stderr']}", flush=True)
-    text = "\n".join(lines) + "\n"
-    command = " ".join(["python -m bench.scale_spark", *(sys.argv[1:] if argv is None else argv)])
-    provenance.write(RESULTS, text, command)
+    provenance.write(RESULTS, "\n".join(lines) + "\n", command)
 
 
 def _row(label: str, name: str, articles: int, pairs: int, result: dict, cli=None) -> str:

@@ -81,7 +81,7 @@ def run(argv: list[str], out: Path | None = None, memory: str = DRIVER_MEMORY) -
         meter = TreeCpu([sys.executable, "-m", "dedup", *argv], env, stdout)
         code, wall, cpu, err = meter.wait()
     if code not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} exited {code}:\n{err[-3000:]}")
+        raise SystemExit(f"{' '.join(argv)} exited {code}:\n{err[:20000]}")
     return {"wall": wall, "cpu": cpu, "stderr": err.strip().splitlines()[-1:]}
 
 

@@ -30,24 +30,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup.engine import Config
 from dedup.engine.pairs import plan_for_pairs
+from dedup.engine.plan import Plan
 from dedup.engine.verify import (
     MAX_PASSAGE_OWNERS,
     MAX_POPULAR_OWNERS,
     POPULAR_HOLDERS,
     Detector,
 )
-from dedup.spark import partitions
+from dedup.spark import batches, partitions
 from dedup.spark.output import output_write
 
 # New articles' positions start here in archive mode: after every archive row.
 NEW = 1 << 40
 BAD_ROWS_SHOWN = 100
+ARROW_ROWS = 1024  # rows per Arrow batch into Python: a row holds an article's features
 
 _ROWS = T.StructType(
     [
@@ -68,12 +70,8 @@ _FEATURES = T.StructType(
         T.StructField("features", T.BinaryType(), False),
     ]
 )
-_KEYED = T.StructType(
-    [
-        T.StructField("t", T.IntegerType(), False),
-        T.StructField("key", T.LongType(), False),
-        T.StructField("fp", T.LongType(), False),
-    ]
+_POPULAR = T.StructType(
+    [T.StructField("key", T.LongType(), False), T.StructField("pos", T.LongType(), False)]
 )
 _PAIRS = T.StructType(
     [
@@ -164,31 +162,33 @@ def run(
     summary = Summary()
     parsed, rows = _rows_read(spark, source, archive, summary)
     exact = _exact_pairs(rows)
-    texts = rows.filter(F.col("pos") == F.col("original")).select("pos", "text").rdd
-    features = spark.createDataFrame(
-        texts.mapPartitions(lambda it: partitions.featurize(it, config, settings)), _FEATURES
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_ROWS))
+    texts = rows.filter(F.col("pos") == F.col("original")).select("pos", "text")
+    features = texts.mapInArrow(
+        lambda it: batches.featurize(it, config, settings), _FEATURES
     ).persist(StorageLevel.MEMORY_AND_DISK)
 
     occurrences = features.select("pos", F.posexplode("keys").alias("at", "key"))
     per_key = occurrences.groupBy("key").agg(
         F.count("*").alias("n"), F.countDistinct("pos").alias("owners")
     )
+    packed = _packed(features, occurrences, per_key).persist(StorageLevel.MEMORY_AND_DISK)
     facts = features.select("pos", F.explode("facts").alias("key"))
     candidates = (
-        _fingerprint_candidates(spark, features, k, summary.articles)
+        _fingerprint_candidates(features, k, summary.articles)
         .union(_passage_candidates(occurrences, per_key))
         .union(_passage_candidates(facts, facts.groupBy("key").agg(F.count("*").alias("n"))))
-        .union(_popular_candidates(spark, occurrences, per_key, features))
+        .union(_popular_candidates(occurrences, per_key, packed))
     )
     candidates = candidates.distinct()
     if archive:
         candidates = candidates.filter(F.col("b") >= NEW)
         exact = exact.filter(F.col("b") >= NEW)
-    verified = _verify(spark, candidates, features, occurrences, per_key, config, settings)
+    verified = _verify(candidates, packed, config, settings)
     found = exact.unionByName(verified).persist(StorageLevel.MEMORY_AND_DISK)
     summary.pairs = found.count()
     summary.clusters = output_write(found, rows, output)
-    for frame in (found, features, rows):
+    for frame in (found, packed, features, rows):
         frame.unpersist()
     parsed.unpersist()
     summary.seconds = time.perf_counter() - started
@@ -207,7 +207,9 @@ def _rows_read(spark: SparkSession, source: str, archive: str | None, summary: S
     if summary.skipped:
         shown = bad.sortBy(lambda row: row[1]).take(BAD_ROWS_SHOWN)
         summary.bad_rows = [row[2] for row in shown]
-    rows = spark.createDataFrame(parsed.filter(lambda row: row[0] == "ok").map(_ok), _ROWS)
+    # The rows are of _ROWS already (partitions._row): no check per row in Python.
+    ok = parsed.filter(lambda row: row[0] == "ok").map(_ok)
+    rows = spark.createDataFrame(ok, _ROWS, verifySchema=False)
     rows = rows.withColumn("original", F.min("pos").over(Window.partitionBy("hash")))
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     summary.articles = rows.count()
@@ -249,21 +251,15 @@ def _ok(row: tuple) -> tuple:
     return row[1:]
 
 
-def _fingerprint_candidates(
-    spark: SparkSession, features: DataFrame, k: int, articles: int
-) -> DataFrame:
+def _fingerprint_candidates(features: DataFrame, k: int, articles: int) -> DataFrame:
     """Return (a, b) of every two articles whose fingerprints are within k: distinct
     fingerprints meet in the tables of the all-pairs plan for this many articles (any plan for
-    k finds the same pairs), then each pair of them stands for every pair of their articles."""
+    k finds the same pairs), then each pair of them stands for every pair of their articles.
+    The keys are computed in the JVM (table_keys), not in Python."""
     holders = features.filter(F.col("fp").isNotNull()).select("pos", "fp")
     values = holders.select("fp").distinct()
     plan = plan_for_pairs(max(articles, 1), k)
-    keyed = spark.createDataFrame(
-        values.rdd.map(lambda row: row[0]).mapPartitions(
-            lambda it: partitions.table_keys(it, plan)
-        ),
-        _KEYED,
-    )
+    keyed = values.select(F.posexplode(table_keys(plan, F.col("fp"))).alias("t", "key"), "fp")
     x, y = keyed.alias("x"), keyed.alias("y")
     near = (
         x.join(y, (F.col("x.t") == F.col("y.t")) & (F.col("x.key") == F.col("y.key")))
@@ -286,6 +282,20 @@ def _fingerprint_candidates(
     )
 
 
+def table_keys(plan: Plan, fp: Column) -> Column:
+    """Return the array of a fingerprint's (a signed long's) keys in the plan's tables, as
+    Plan.keys computes them (the same bits, as signed longs)."""
+    src, mask, dst = (a.tolist() for a in plan.key_shifts)
+    keys = []
+    for t in range(plan.table_count):
+        key = F.lit(0).cast("long")
+        for shift, bits, place in zip(src[t], mask[t], dst[t], strict=True):
+            block = F.shiftrightunsigned(fp, int(shift)).bitwiseAND(F.lit(int(bits)).cast("long"))
+            key = key.bitwiseOR(F.shiftleft(block, int(place)))
+        keys.append(key)
+    return F.array(*keys)
+
+
 def _passage_candidates(occurrences: DataFrame, per_key: DataFrame) -> DataFrame:
     """Return (a, b) of every two articles sharing a passage key that 2 to MAX_PASSAGE_OWNERS
     passages hold (counted as Detector.candidates counts them)."""
@@ -297,9 +307,24 @@ def _passage_candidates(occurrences: DataFrame, per_key: DataFrame) -> DataFrame
     )
 
 
-def _popular_candidates(
-    spark: SparkSession, occurrences: DataFrame, per_key: DataFrame, features: DataFrame
-) -> DataFrame:
+def _packed(features: DataFrame, occurrences: DataFrame, per_key: DataFrame) -> DataFrame:
+    """Return (pos, features, owners) of every article: its packed features, and how many
+    articles of the collection hold each of its passage keys, in the order of its keys."""
+    owned = (
+        occurrences.join(per_key.select("key", "owners"), "key")
+        .groupBy("pos")
+        .agg(F.sort_array(F.collect_list(F.struct("at", "owners"))).alias("held"))
+        .select("pos", F.col("held.owners").alias("owners"))
+    )
+    none = F.array().cast(T.ArrayType(T.LongType()))
+    return (
+        features.select("pos", "features")
+        .join(owned, "pos", "left")
+        .select("pos", "features", F.coalesce("owners", none).alias("owners"))
+    )
+
+
+def _popular_candidates(occurrences: DataFrame, per_key: DataFrame, packed: DataFrame) -> DataFrame:
     """Return (a, b) of every story holder b of a key held by more than MAX_PASSAGE_OWNERS
     articles (and fewer than MAX_POPULAR_OWNERS) and the POPULAR_HOLDERS story holders a of
     it before b (dedup.engine.popular, as Detector.candidates)."""
@@ -307,21 +332,7 @@ def _popular_candidates(
         (F.col("owners") > MAX_PASSAGE_OWNERS) & (F.col("owners") < MAX_POPULAR_OWNERS)
     ).select("key")
     holders = occurrences.join(popular, "key").select("pos").distinct()
-    # Whether an article is a story holder of a key takes the owners of all its keys.
-    held = (
-        occurrences.join(holders, "pos", "left_semi")
-        .join(per_key.select("key", "owners"), "key")
-        .groupBy("pos")
-        .agg(F.collect_list(F.struct("key", "owners")).alias("held"))
-        .join(features.select("pos", "features"), "pos")
-        .select("pos", "features", "held")
-    )
-    story = spark.createDataFrame(
-        held.rdd.map(lambda r: (r[0], r[1], _pairs(r[2]))).mapPartitions(partitions.popular_keys),
-        T.StructType(
-            [T.StructField("key", T.LongType(), False), T.StructField("pos", T.LongType(), False)]
-        ),
-    )
+    story = packed.join(holders, "pos", "left_semi").mapInArrow(batches.popular, _POPULAR)
     story = story.withColumn("at", F.row_number().over(Window.partitionBy("key").orderBy("pos")))
     x, y = story.alias("x"), story.alias("y")
     return x.join(
@@ -332,35 +343,21 @@ def _popular_candidates(
     ).select(F.col("x.pos").alias("a"), F.col("y.pos").alias("b"))
 
 
-def _verify(spark, candidates, features, occurrences, per_key, config, settings) -> DataFrame:
-    """Return the verified duplicates among the candidate pairs (a < b)."""
+def _verify(candidates: DataFrame, packed: DataFrame, config, settings) -> DataFrame:
+    """Return the verified duplicates among the candidate pairs (a < b): each a's own row
+    (b = HEAD) and then its candidates' rows, in one partition, sorted (partitions.verify)."""
     candidates = candidates.persist(StorageLevel.MEMORY_AND_DISK)
-    involved = candidates.select(F.col("a").alias("pos")).union(
-        candidates.select(F.col("b").alias("pos"))
+    heads = (
+        candidates.select("a")
+        .distinct()
+        .join(packed.withColumnRenamed("pos", "a"), "a")
+        .select("a", F.lit(partitions.HEAD).cast("long").alias("b"), "features", "owners")
     )
-    owners = (
-        occurrences.join(involved.distinct(), "pos", "left_semi")
-        .join(per_key.select("key", "owners"), "key")
-        .groupBy("pos")
-        .agg(F.collect_list(F.struct("key", "owners")).alias("held"))
+    others = candidates.join(packed.withColumnRenamed("pos", "b"), "b").select(
+        "a", "b", "features", "owners"
     )
-    packed = features.select("pos", "features").join(owners, "pos", "left")
-    fa, fb = packed.alias("fa"), packed.alias("fb")
-    joined = (
-        candidates.join(fa, F.col("a") == F.col("fa.pos"))
-        .join(fb, F.col("b") == F.col("fb.pos"))
-        .select("a", "b", "fa.features", "fa.held", "fb.features", "fb.held")
-        .repartition("a")
-        .sortWithinPartitions("a", "b")
-    )
-    rows = joined.rdd.map(
-        lambda r: (r[0], r[1], r[2], _pairs(r[3]), r[4], _pairs(r[5]))
-    ).mapPartitions(lambda it: partitions.verify(it, config, settings))
-    return spark.createDataFrame(rows, _PAIRS)
-
-
-def _pairs(held) -> list[tuple[int, int]]:
-    return [(row[0], row[1]) for row in held or ()]
+    rows = heads.unionByName(others).repartition("a").sortWithinPartitions("a", "b")
+    return rows.mapInArrow(lambda it: batches.verify(it, config, settings), _PAIRS)
 
 
 def main(argv: list[str] | None = None) -> int:

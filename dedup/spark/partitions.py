@@ -16,7 +16,6 @@ import numpy as np
 from dedup.cli import content_hash
 from dedup.engine import Config
 from dedup.engine.features import Features
-from dedup.engine.plan import Plan
 from dedup.engine.records import BadRow, jsonl_object, record_of
 from dedup.engine.verify import Boilerplate, Detector, popular_asks
 
@@ -82,45 +81,48 @@ def featurize(rows: Iterable[tuple[int, str]], config: Config, settings: dict) -
         yield position, fp, keys, facts, features.to_bytes()
 
 
-def table_keys(fingerprints: Iterable[int], plan: Plan, batch: int = 65536) -> Iterator:
-    """Yield (table, key, fingerprint) of every fingerprint (signed) in every table of the plan."""
-    rows = iter(fingerprints)
-    while chunk := list(itertools.islice(rows, batch)):
-        values = np.array(chunk, dtype=np.int64)
-        keys = plan.keys(values.view(np.uint64)).view(np.int64)
-        for table in range(plan.table_count):
-            yield from zip(itertools.repeat(table), keys[table].tolist(), chunk, strict=False)
+# A verification row: (a, b, packed features, owners) where the owners are how many articles
+# of the whole collection hold each of the article's passage keys, in the order of its keys.
+# Rows come sorted by a then b, and each a's rows start with its own (b = HEAD): a's features
+# travel once per a, not once per pair.
+HEAD = -1
 
 
 def verify(rows: Iterable[tuple], config: Config, settings: dict) -> Iterator[tuple]:
-    """Verify candidate pairs, given as (a, b, features of a, owners of a, features of b,
-    owners of b) sorted by a then b; owners are [(passage key, articles holding it), ...] of
-    the whole collection. Yield the duplicates as (a, b, kind, distance, similarity,
-    shared_chars, shared_passages)."""
+    """Verify candidate pairs, given as verification rows (above). Yield the duplicates as
+    (a, b, kind, distance, similarity, shared_chars, shared_passages)."""
     found = detector(config, settings)
     for a, group in itertools.groupby(rows, key=lambda row: row[0]):
-        group = list(group)
-        held: dict[int, int] = {}
-        for row in group:
-            held.update(row[3] or ())
-            held.update(row[5] or ())
-        fa = Features.from_bytes(group[0][2])
-        others = [(b, Features.from_bytes(packed)) for _, b, _, _, packed, _ in group]
-        owners = Boilerplate(_owners(held))
-        for d in found.judge_many(a, fa, others, owners):
+        head = next(group)
+        if head[1] != HEAD:
+            raise ValueError(f"the rows of article {a} do not start with its own")
+        fa = Features.from_bytes(head[2])
+        held = _held(fa, head[3])
+        others = []
+        for _, b, packed, owners in group:  # noqa: B031 (the group after its head)
+            fb = Features.from_bytes(packed)
+            held.update(_held(fb, owners))
+            others.append((b, fb))
+        for d in found.judge_many(a, fa, others, Boilerplate(_owners(held))):
             passages = [[int(p), int(q)] for p, q in d.shared_passages]
             yield d.a, d.b, d.kind, d.distance, float(d.similarity), d.shared_chars, passages
 
 
 def popular_keys(rows: Iterable[tuple]) -> Iterator[tuple[int, int]]:
     """Yield (passage key, position) for each popular key an article is a story holder of
-    (dedup.engine.popular), given (position, features, owners of its keys as [(passage key,
-    articles holding it), ...]) of the articles holding one."""
-    for pos, packed, held in rows:
+    (dedup.engine.popular), given (position, features, owners of its keys in their order) of
+    the articles holding one."""
+    for pos, packed, owners in rows:
         features = Features.from_bytes(packed)
-        asks = popular_asks(features, _owners(dict(held))(features.passage_keys))
+        asks = popular_asks(features, np.asarray(owners or (), dtype=np.int64))
         keys = features.passage_keys[asks].view(np.int64)
         yield from ((key, pos) for key in set(keys.tolist()))
+
+
+def _held(features: Features, owners) -> dict[int, int]:
+    """Return {passage key (signed): articles holding it} of one article."""
+    keys = features.passage_keys.astype(np.uint64).view(np.int64).tolist()
+    return dict(zip(keys, owners or (), strict=True))
 
 
 def _owners(held: dict[int, int]):

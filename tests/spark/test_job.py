@@ -7,10 +7,13 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from pyspark.sql import functions as F
 
 from dedup.cli import main
 from dedup.engine.graph import CARRIES
+from dedup.engine.plan import Plan
 from dedup.spark import job
 from tests.engine.by_sets import stars_by_a_loop
 from tests.spark.corpus import rows, write
@@ -144,3 +147,14 @@ def test_spark_archive_mode_finds_the_pairs_with_a_new_article(spark, corpus, tm
             ]
         )
     assert _lines(output / "pairs.jsonl") == expected
+
+
+def test_table_keys_in_the_jvm_are_the_plans_keys(spark):
+    plan = Plan.even(5, 4)
+    values = np.random.default_rng(1).integers(0, 2**64, 300, dtype=np.uint64)
+    values[:3] = [2**64 - 1, 2**63, 0]
+    frame = spark.createDataFrame([(v,) for v in values.view(np.int64).tolist()], "fp long")
+    rows = frame.select("fp", job.table_keys(plan, F.col("fp")).alias("keys")).collect()
+    found = np.array([row.keys for row in rows], dtype=np.int64).view(np.uint64)
+    assert [row.fp for row in rows] == values.view(np.int64).tolist()
+    assert found.T.tolist() == plan.keys(values).tolist()

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pytest
 
-from dedup.engine.plan import Plan
 from dedup.engine.verify import Boilerplate, Detector, passage_owners_of
-from dedup.spark.partitions import featurize, signed, table_keys, verify
+from dedup.spark import batches
+from dedup.spark.partitions import HEAD, featurize, verify
 from tests.texts import ARTICLE, FILLER, NEAR, OTHER, PAGE
-
-
-def test_table_keys_are_the_plans_keys_of_the_unsigned_fingerprints():
-    plan = Plan.even(5, 4)
-    values = np.random.default_rng(1).integers(0, 2**64, 300, dtype=np.uint64)
-    values[:3] = [2**64 - 1, 2**63, 0]
-    rows = list(table_keys([signed(int(v)) for v in values], plan, batch=64))
-    expected = plan.keys(values)
-    assert len(rows) == plan.table_count * len(values)
-    for t in range(plan.table_count):
-        found = [(key, fp) for table, key, fp in rows if table == t]
-        assert [np.uint64(key & (2**64 - 1)) for key, _ in found] == expected[t].tolist()
-        assert [fp & (2**64 - 1) for _, fp in found] == values.tolist()
 
 
 def test_verify_in_groups_gives_the_detectors_verdicts():
@@ -33,15 +22,12 @@ def test_verify_in_groups_gives_the_detectors_verdicts():
     owners = passage_owners_of(features)
     expected = detector.verify(features, detector.candidates(features), Boilerplate(owners))
     assert {d.kind for d in expected} == {"near", "partial"}
-    held = [
-        list(zip(r[2], owners(f.passage_keys).tolist(), strict=True))
-        for r, f in zip(rows, features, strict=True)
-    ]
-    pairs = [
-        (a, b, rows[a][4], held[a], rows[b][4], held[b])
-        for a, b in detector.candidates(features).tolist()
-    ]
-    found = list(verify(pairs, detector.config, {}))
+    held = [owners(f.passage_keys).tolist() for f in features]
+    assert any(n > 1 for counts in held for n in counts)
+    pairs = detector.candidates(features).tolist()
+    heads = [(a, HEAD, rows[a][4], held[a]) for a in sorted({a for a, _ in pairs})]
+    others = [(a, b, rows[b][4], held[b]) for a, b in pairs]
+    found = list(verify(sorted(heads + others), detector.config, {}))
     assert found == [
         (
             d.a,
@@ -54,3 +40,22 @@ def test_verify_in_groups_gives_the_detectors_verdicts():
         )
         for d in expected
     ]
+
+
+def test_verify_refuses_rows_of_an_article_without_its_own_first():
+    detector = Detector()
+    rows = list(featurize(enumerate([ARTICLE, NEAR]), detector.config, {}))
+    with pytest.raises(ValueError, match="do not start with its own"):
+        list(verify([(0, 1, rows[1][4], [1] * len(rows[1][2]))], detector.config, {}))
+
+
+def test_arrow_batches_carry_the_rows_of_the_plain_steps():
+    texts = [ARTICLE, NEAR, PAGE, "", OTHER]
+    detector = Detector()
+    expected = list(featurize(enumerate(texts), detector.config, {}))
+    given = pa.RecordBatch.from_pydict({"pos": list(range(len(texts))), "text": texts})
+    out = list(batches.featurize([given.slice(0, 2), given.slice(2)], detector.config, {}))
+    assert all(batch.schema == batches.FEATURES for batch in out)
+    found = [tuple(row.values()) for batch in out for row in batch.to_pylist()]
+    assert found == expected
+    assert found[3][1] is None  # an empty text has no fingerprint

@@ -85,8 +85,10 @@ class MemIndex:
         )
         sizes = (1 << self._dir_bits.astype(np.int64)) + 1
         self._dir_base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self._dir_base_u = self._dir_base.astype(np.uint64)
         self._dir_shift = self._key_bits - self._dir_bits
         self._table_base = np.arange(tables, dtype=np.int64) * n
+        self._table_base_list = self._table_base.tolist()
         self._rep_of = np.empty(n * tables, dtype=small)
         self._directory = np.empty(int(sizes.sum()), dtype=small)
         number_bits = max(1, (n - 1).bit_length())
@@ -163,17 +165,16 @@ class MemIndex:
         check_k(self.plan, k)
         q = np.uint64(value)
         found: list[tuple[int, int]] = []
-        n = len(self._reps)
-        if n:
+        if len(self._reps):
             keys = self.plan.keys(np.array([q], dtype=np.uint64))[:, 0]
-            slot = self._dir_base + (keys >> self._dir_shift).astype(np.int64)
-            lo, hi = self._directory[slot], self._directory[slot + 1]
-            lengths = (hi - lo).astype(np.int64)
-            total = int(lengths.sum())
-            if total:
-                position = np.arange(total) + np.repeat(
-                    lo + self._table_base - (np.cumsum(lengths) - lengths), lengths
-                )
+            slot = self._dir_base_u + (keys >> self._dir_shift)
+            # Every table's run, its rows listed in Python (a few each, for numpy to read).
+            position: list[int] = []
+            for base, (lo, hi) in zip(
+                self._table_base_list, self._directory[slot[:, None] + _RUN].tolist(), strict=True
+            ):
+                position += range(base + lo, base + hi)
+            if position:
                 rep = self._rep_of[position]
                 d = np.bitwise_count(self._reps[rep] ^ q)
                 near = np.flatnonzero(d <= k)
@@ -321,5 +322,6 @@ class MemIndex:
         return index
 
 
+_RUN = np.array([0, 1], dtype=np.uint64)  # a directory slot and the next: a run's bounds
 _EMPTY_I64 = np.empty(0, np.int64)
 _EMPTY_U8 = np.empty(0, np.uint8)

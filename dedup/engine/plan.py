@@ -135,14 +135,50 @@ class Plan:
         """Return the key of every fingerprint in every table, uint64 (tables, n), or in one
         table, uint64 (n,): a table's key blocks, concatenated from the highest bits down."""
         values = np.asarray(values, dtype=np.uint64).reshape(-1)
-        src, mask, dst = self.key_shifts
-        if table is not None:
-            src, mask, dst = src[table : table + 1], mask[table : table + 1], dst[table : table + 1]
+        if len(values) == 1:  # one query: Python's integers beat numpy's per-call cost
+            value, out = int(values[0]), []
+            for blocks in (
+                self._key_blocks if table is None else self._key_blocks[table : table + 1]
+            ):
+                key = 0
+                for shift, bits, place in blocks:
+                    key |= ((value >> shift) & bits) << place
+                out.append(key)
+            keys = np.array(out, dtype=np.uint64)[:, None]
+            return keys if table is None else keys[0]
+        if table is None:
+            columns = self._key_columns
+        else:
+            src, mask, dst = (a[table : table + 1] for a in self.key_shifts)
+            columns = [
+                (src[:, j, None], mask[:, j, None], dst[:, j, None]) for j in range(len(src[0]))
+            ]
         # One step per key block, over every table at once: (tables, n) for each.
-        out = np.zeros((len(src), len(values)), dtype=np.uint64)
-        for j in range(src.shape[1]):
-            out |= ((values[None, :] >> src[:, j, None]) & mask[:, j, None]) << dst[:, j, None]
+        out = None
+        for shift, bits, place in columns:
+            block = values[None, :] >> shift
+            block &= bits
+            block <<= place
+            if out is None:
+                out = block
+            else:
+                out |= block
         return out if table is None else out[0]
+
+    @cached_property
+    def _key_blocks(self) -> list[list[tuple[int, int, int]]]:
+        """Return, per table, each key block's (source shift, mask, place) as Python ints."""
+        return [
+            [(int(s), int(m), int(d)) for s, m, d in zip(*row, strict=True)]
+            for row in zip(*self.key_shifts, strict=True)
+        ]
+
+    @cached_property
+    def _key_columns(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Return, for each key block, its (source shift, mask, place) over the tables, as
+        columns (tables, 1): the key function, ready to broadcast."""
+        src, mask, dst = self.key_shifts
+        return [(src[:, j, None], mask[:, j, None], dst[:, j, None]) for j in range(len(src[0]))]
 
     def key(self, value: int, table: int) -> int:
         """Return one fingerprint's key in one table, as a Python int."""

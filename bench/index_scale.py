@@ -1,15 +1,19 @@
 """The in-memory index at 10^7, 3*10^7 and 10^8 fingerprints, k=3: memory, build, queries, pairs.
 
-    python -m bench.index_scale [--sizes 10000000 30000000 100000000] [--budget-gib 16]
+    python -m bench.index_scale [--runs uniform:100000000:pairs clustered:30000000 ...]
     flock /tmp/dedup-bigmem.lock python -m bench.index_scale    (10^8 needs about 12 GiB)
 
-Each size and distribution runs in a fresh child process (spawn). The child makes its
-fingerprints, resets its peak resident size to the present one (/proc/self/clear_refs), builds
-the index with the plan `plan_for(n, 3, memory_bytes=budget)` chooses, and reads the peak
-(VmHWM) above the inputs: that is set against the plan's model (Plan.cost(n).memory_bytes).
-Then single queries (p50 / p99 of 2,000, half near copies of stored fingerprints, half random;
-wall clock and the thread's CPU time, since the machine is shared), a batch of 10,000 through
-query_many (per query), and, the index freed, all pairs within 3 (dedup.engine.pairs).
+A run is KIND:N, with ":pairs" to time all pairs too; by default every kind at 10^7, 3*10^7
+and 10^8, with all pairs.
+
+Each run goes in a fresh child process (spawn). The child makes its fingerprints, gives what
+that freed back to the system (malloc_trim), resets its peak resident size to the present one
+(/proc/self/clear_refs), builds the index with the plan `plan_for(n, 3, memory_bytes=budget)`
+chooses, and reads the peak (VmHWM) above the inputs: that is set against the plan's model
+(Plan.cost(n).memory_bytes). Then single queries (p50 / p99 of 2,000, half near copies of
+stored fingerprints, half random; wall clock and the thread's CPU time, since the machine is
+shared), a batch of 10,000 through query_many (per query), and, the index freed, all pairs
+within 3 (dedup.engine.pairs).
 
 Distributions. uniform: random 64-bit values. clustered: the real fingerprints of the
 benchmark corpora (bench.scale.real_fingerprints, 68,575 of them, cached in /tmp), each drawn
@@ -21,6 +25,7 @@ uniform keys give two or three), and the corpora's own near copies make hotter o
 from __future__ import annotations
 
 import argparse
+import ctypes
 import multiprocessing
 import time
 from pathlib import Path
@@ -34,6 +39,8 @@ REAL_CACHE = Path("/tmp/dedup-bench-real-fingerprints.npy")
 QUERIES = 2000
 BATCH = 10_000
 STEP = 10_000_000  # fingerprints made at a time
+SIZES = (10**7, 3 * 10**7, 10**8)
+KINDS = ("uniform", "clustered")
 
 
 def real_fingerprints() -> np.ndarray:
@@ -93,6 +100,7 @@ def measure(kind: str, n: int, budget: int, real: np.ndarray | None, pairs_too: 
     choice = plan_for(distinct, 3, memory_bytes=budget)
     out = {"kind": kind, "n": n, "distinct": distinct, "plan": choice.plan}
     out["model"], out["held_model"] = choice.cost.memory_bytes, choice.cost.index_bytes
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # what the inputs' making freed leaves RSS
     Path("/proc/self/clear_refs").write_text("5")  # the peak starts from here
     before, start = _status("VmRSS"), _clock()
     index = MemIndex.build(choice.plan, ids, values)
@@ -154,12 +162,12 @@ def row(r: dict) -> str:
 def main() -> None:
     """Run every size and distribution; print the table and save it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10**7, 3 * 10**7, 10**8])
-    parser.add_argument("--kinds", nargs="+", default=["uniform", "clustered"])
+    default = [f"{kind}:{n}:pairs" for n in SIZES for kind in KINDS]
+    parser.add_argument("--runs", nargs="+", default=default, help="KIND:N[:pairs] ...")
     parser.add_argument("--budget-gib", type=float, default=16.0)
-    parser.add_argument("--no-pairs", action="store_true", help="skip all pairs")
     args = parser.parse_args()
-    real = real_fingerprints() if "clustered" in args.kinds else None
+    runs = [(r.split(":")[0], int(r.split(":")[1]), r.endswith(":pairs")) for r in args.runs]
+    real = real_fingerprints() if any(kind == "clustered" for kind, _, _ in runs) else None
     budget = int(args.budget_gib * 2**30)
     out: list[str] = []
 
@@ -178,10 +186,9 @@ def main() -> None:
         "| single wall p50 / p99 | single CPU p50 / p99 | batch µs/query | all pairs s | pairs |"
     )
     say("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n in args.sizes:
-        for kind in args.kinds:
-            say(row(run((kind, n, budget, real, not args.no_pairs))))
-            provenance.write(RESULTS, "\n".join(out) + "\n")  # each row kept as it comes
+    for kind, n, pairs_too in runs:
+        say(row(run((kind, n, budget, real, pairs_too))))
+        provenance.write(RESULTS, "\n".join(out) + "\n")  # each row kept as it comes
     print(f"\nsaved to {RESULTS}")
 
 

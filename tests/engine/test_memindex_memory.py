@@ -6,6 +6,7 @@ VmHWM (the peak) and VmRSS (before) from /proc/self/status. The peak above the i
 within the budget and within 15% of `Plan.cost(n).memory_bytes`.
 """
 
+import ctypes
 import multiprocessing
 import sys
 from pathlib import Path
@@ -38,6 +39,7 @@ def _build(widths: tuple[int, ...], k_max: int, n: int, results) -> None:
     plan = Plan(widths, k_max)
     values = np.random.default_rng(1).integers(0, 2**64, n, dtype=np.uint64)
     ids = np.arange(n, dtype=np.int64)
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed memory back to the system first
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
     before = _status("VmRSS")
     index = MemIndex.build(plan, ids, values)

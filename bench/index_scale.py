@@ -165,6 +165,7 @@ def main() -> None:
     default = [f"{kind}:{n}:pairs" for n in SIZES for kind in KINDS]
     parser.add_argument("--runs", nargs="+", default=default, help="KIND:N[:pairs] ...")
     parser.add_argument("--budget-gib", type=float, default=16.0)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the results file")
     args = parser.parse_args()
     runs = [(r.split(":")[0], int(r.split(":")[1]), r.endswith(":pairs")) for r in args.runs]
     real = real_fingerprints() if any(kind == "clustered" for kind, _, _ in runs) else None
@@ -188,8 +189,8 @@ def main() -> None:
     say("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind, n, pairs_too in runs:
         say(row(run((kind, n, budget, real, pairs_too))))
-        provenance.write(RESULTS, "\n".join(out) + "\n")  # each row kept as it comes
-    print(f"\nsaved to {RESULTS}")
+        provenance.write(args.results, "\n".join(out) + "\n")  # each row kept as it comes
+    print(f"\nsaved to {args.results}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
 """The in-memory segment index: every fingerprint within distance k of a query, exactly.
 
 Layout. Exact copies collapse first: the index stores each distinct fingerprint once (a
-*representative*) and keeps the ids that share it. Each table of the plan holds every
-representative once, ordered by the table's key, as two flat arrays over all tables (values
-and representative numbers) and a directory: for the top `d` bits of each key, where its run
-starts. A query computes its key in every table at once, reads the runs from the directory,
-and compares the fingerprints found there (numpy, `bitwise_count`). Additions wait in a small
-unsorted buffer that is scanned directly, and are merged into the tables when it grows.
+*representative*, sorted) and keeps the ids that share it. Each table of the plan orders the
+representatives by the table's key and holds only their numbers (4 bytes a row below 2^31
+representatives), with a directory: for the top `d` bits of each key, where its run starts
+(plan.directory_bits: about two to four representatives per slot). A query computes its key in
+every table at once, reads the runs from the directory, and compares the fingerprints found
+there (numpy, `bitwise_count`). Additions wait in a small unsorted buffer that is scanned
+directly, and are merged into the tables when it grows.
+
+Memory. Building peaks at what the index holds plus one 8-byte array: each table's keys are
+packed with the representative's number into one uint64 (the key's top bits, then the number),
+sorted in place and unpacked into the table; the other work goes in chunks of CHUNK rows.
+plan.memory models this; tests/engine/test_memindex_memory.py checks a build's peak against it.
 """
 
 from __future__ import annotations
@@ -15,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dedup.engine.plan import Plan
+from dedup.engine.plan import Plan, directory_bits
 from dedup.engine.storage import EMPTY_HITS, HOT_FACTOR, HOT_MINIMUM, Hits, check_k
 
 # Additions wait unsorted until there are this many, or a twentieth of the index.
 PENDING_LIMIT = 1 << 16
 FORMAT = "dedup-memindex-1"
+CHUNK = 1 << 16  # rows per step of the chunked work in a build
 
 
 class MemIndex:
@@ -36,15 +43,34 @@ class MemIndex:
 
     def _reset(self, values: np.ndarray, ids: np.ndarray) -> None:
         """Rebuild everything from (value, id) pairs."""
-        order = np.lexsort((ids, values))
+        self._rep_of = self._directory = None  # let the old tables go before the new ones come
+        n = len(values)
+        small = np.int32 if n < 2**31 else np.int64
+        order = np.argsort(values)
         values, ids = values[order], ids[order]
-        first = np.ones(len(values), dtype=bool)
-        first[1:] = values[1:] != values[:-1]
-        self._reps = values[first]  # distinct fingerprints, sorted
-        self._group_start = np.flatnonzero(first).astype(np.int64)
-        self._group_end = np.append(self._group_start[1:], len(values)).astype(np.int64)
+        del order
+        first = np.ones(n, dtype=bool)
+        np.not_equal(values[1:], values[:-1], out=first[1:])
+        if not first.all():
+            # Copies: their ids in ascending order within each representative.
+            copy = ~first
+            copy[:-1] |= ~first[1:]
+            at = np.flatnonzero(copy)
+            ids[at] = ids[at][np.lexsort((ids[at], values[at]))]
+            values = values[first]
+        self._reps = values  # distinct fingerprints, sorted
+        del values
+        # Where each representative's ids start (and, last, where they end).
+        self._offsets = np.empty(len(self._reps) + 1, dtype=small)
+        done = 0
+        for a in range(0, n, CHUNK):
+            starts = np.flatnonzero(first[a : a + CHUNK]) + a
+            self._offsets[done : done + len(starts)] = starts
+            done += len(starts)
+        self._offsets[-1] = n
+        del first
         self._ids = ids  # ids grouped by representative
-        self._alive = np.ones(len(ids), dtype=bool)
+        self._alive = np.ones(n, dtype=bool)
         self._pending_values = np.empty(0, np.uint64)
         self._pending_ids = np.empty(0, np.int64)
         self._removed = 0
@@ -53,25 +79,46 @@ class MemIndex:
     def _build_tables(self) -> None:
         reps = self._reps
         n, tables = len(reps), self.plan.table_count
-        # Directory width: about one representative per directory slot, at most the key.
-        want = max(8, int(np.ceil(np.log2(max(n, 2)))))
-        self._dir_bits = np.minimum(self._key_bits, np.uint64(want))
+        small = np.int32 if n < 2**31 else np.int64
+        self._dir_bits = np.array(
+            [directory_bits(n, bits) for bits in self.plan.key_bits], dtype=np.uint64
+        )
         sizes = (1 << self._dir_bits.astype(np.int64)) + 1
         self._dir_base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self._dir_base_u = self._dir_base.astype(np.uint64)
         self._dir_shift = self._key_bits - self._dir_bits
-        self._directory = np.empty(int(sizes.sum()), dtype=np.int64)
-        self._values = np.empty(n * tables, dtype=np.uint64)
-        self._rep_of = np.empty(n * tables, dtype=np.int32 if n < 2**31 else np.int64)
+        self._table_base = np.arange(tables, dtype=np.int64) * n
+        self._table_base_list = self._table_base.tolist()
+        self._rep_of = np.empty(n * tables, dtype=small)
+        self._directory = np.empty(int(sizes.sum()), dtype=small)
+        number_bits = max(1, (n - 1).bit_length())
+        number_mask = np.uint64((1 << number_bits) - 1)
+        packed = np.empty(n, dtype=np.uint64)  # the one n-sized scratch array
         for t in range(tables):
-            keys = self.plan.keys(reps, t)
-            order = np.argsort(keys, kind="stable")
-            prefix = keys[order] >> (self._key_bits[t] - self._dir_bits[t])
-            base = t * n
-            self._values[base : base + n] = reps[order]
-            self._rep_of[base : base + n] = order
-            slots = np.arange(sizes[t], dtype=np.uint64)
-            start = self._dir_base[t]
-            self._directory[start : start + sizes[t]] = base + np.searchsorted(prefix, slots)
+            key_bits, dir_bits = int(self._key_bits[t]), int(self._dir_bits[t])
+            # Sort on the key's top bits, as many as fit beside the number (at least the
+            # directory's: rows within a slot need no order, the query compares them all).
+            sort_bits = max(dir_bits, min(key_bits, 64 - number_bits))
+            if sort_bits + number_bits > 64:
+                raise ValueError(f"{n:,} distinct fingerprints are too many for one index")
+            for a in range(0, n, CHUNK):
+                key = self.plan.keys(reps[a : a + CHUNK], t)
+                key >>= np.uint64(key_bits - sort_bits)
+                key <<= np.uint64(number_bits)
+                key |= np.arange(a, a + len(key), dtype=np.uint64)
+                packed[a : a + len(key)] = key
+            packed.sort()
+            row = self._rep_of[t * n : (t + 1) * n]
+            for a in range(0, n, CHUNK):
+                row[a : a + CHUNK] = packed[a : a + CHUNK] & number_mask
+            # The directory: where each slot's run starts, in the table's rows.
+            directory = self._directory[self._dir_base[t] : self._dir_base[t] + sizes[t]]
+            shift = np.uint64(sort_bits + number_bits - dir_bits)
+            for a in range(0, int(sizes[t]) - 1, CHUNK):
+                slots = np.arange(a, min(a + CHUNK, int(sizes[t]) - 1), dtype=np.uint64)
+                directory[a : a + len(slots)] = np.searchsorted(packed, slots << shift)
+            directory[-1] = n
+        del packed
 
     def add(self, ids: np.ndarray, values: np.ndarray) -> None:
         """Add fingerprints with their ids (an id already present is added again)."""
@@ -102,7 +149,7 @@ class MemIndex:
 
     def compact(self) -> None:
         """Merge pending additions into the tables and drop removed entries."""
-        values = np.repeat(self._reps, self._group_end - self._group_start)[self._alive]
+        values = np.repeat(self._reps, np.diff(self._offsets))[self._alive]
         self._reset(
             np.concatenate([values, self._pending_values]),
             np.concatenate([self._ids[self._alive], self._pending_ids]),
@@ -120,24 +167,21 @@ class MemIndex:
         found: list[tuple[int, int]] = []
         if len(self._reps):
             keys = self.plan.keys(np.array([q], dtype=np.uint64))[:, 0]
-            slot = self._dir_base + (keys >> self._dir_shift).astype(np.int64)
-            lo, hi = self._directory[slot], self._directory[slot + 1]
-            lengths = hi - lo
-            total = int(lengths.sum())
-            if total:
-                position = np.arange(total) + np.repeat(
-                    lo - (np.cumsum(lengths) - lengths), lengths
-                )
-                d = np.bitwise_count(self._values[position] ^ q)
+            slot = self._dir_base_u + (keys >> self._dir_shift)
+            # Every table's run, its rows listed in Python (a few each, for numpy to read).
+            position: list[int] = []
+            for base, (lo, hi) in zip(
+                self._table_base_list, self._directory[slot[:, None] + _RUN].tolist(), strict=True
+            ):
+                position += range(base + lo, base + hi)
+            if position:
+                rep = self._rep_of[position]
+                d = np.bitwise_count(self._reps[rep] ^ q)
                 near = np.flatnonzero(d <= k)
                 if len(near):
-                    best: dict[int, int] = {}
-                    for rep, dist in zip(
-                        self._rep_of[position[near]].tolist(), d[near].tolist(), strict=True
-                    ):
-                        best[rep] = dist
-                    for rep, dist in best.items():
-                        start, end = self._group_start[rep], self._group_end[rep]
+                    best = dict(zip(rep[near].tolist(), d[near].tolist(), strict=True))
+                    for r, dist in best.items():
+                        start, end = self._offsets[r], self._offsets[r + 1]
                         alive = self._alive[start:end]
                         found += [(i, dist) for i in self._ids[start:end][alive].tolist()]
         if len(self._pending_ids):
@@ -168,17 +212,18 @@ class MemIndex:
             prefix = keys >> self._dir_shift[:, None]
             slot = (self._dir_base[:, None] + prefix.astype(np.int64)).ravel()
             lo, hi = self._directory[slot], self._directory[slot + 1]
-            lengths = hi - lo
+            lengths = (hi - lo).astype(np.int64)
             total = int(lengths.sum())
             if total:
-                # positions lo..hi-1 of every (table, query) run, flattened
+                # rows lo..hi-1 of every (table, query) run, flattened
                 run = np.repeat(np.arange(len(lo)), lengths)
                 position = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-                position += lo[run]
+                position += (lo + np.repeat(self._table_base, len(values)))[run]
                 query = run % len(values)
-                d = np.bitwise_count(self._values[position] ^ values[query])
+                rep = self._rep_of[position].astype(np.int64)
+                d = np.bitwise_count(self._reps[rep] ^ values[query])
                 near = d <= k
-                key = query[near].astype(np.int64) * n + self._rep_of[position[near]]
+                key = query[near].astype(np.int64) * n + rep[near]
                 key, first = np.unique(key, return_index=True)
                 queries, reps, dist = key // n, key % n, d[near][first]
         ids_q, ids, ids_d = self._expand(queries, reps, dist)
@@ -194,7 +239,7 @@ class MemIndex:
         """Turn (query, representative) matches into (query, id) matches, live entries only."""
         if not len(reps):
             return _EMPTY_I64, _EMPTY_I64, _EMPTY_U8
-        start, end = self._group_start[reps], self._group_end[reps]
+        start, end = self._offsets[reps].astype(np.int64), self._offsets[reps + 1]
         sizes = end - start
         which = np.repeat(np.arange(len(reps)), sizes)
         entry = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
@@ -211,9 +256,9 @@ class MemIndex:
         n = len(self._reps)
         hot = []
         for t, bits in enumerate(self.plan.key_bits):
-            keys = self.plan.keys(self._values[t * n : (t + 1) * n], t)
             if not n:
                 continue
+            keys = np.sort(self.plan.keys(self._reps, t))
             edges = np.flatnonzero(np.diff(keys)) + 1
             starts = np.concatenate([[0], edges])
             sizes = np.diff(np.append(starts, n))
@@ -224,12 +269,12 @@ class MemIndex:
 
     def stats(self) -> dict:
         """Return sizes: entries, distinct fingerprints, pending, table rows, bytes."""
-        arrays = (self._values, self._rep_of, self._directory, self._reps, self._ids)
+        arrays = (self._rep_of, self._directory, self._reps, self._ids, self._offsets, self._alive)
         return {
             "entries": len(self),
             "distinct": len(self._reps),
             "pending": len(self._pending_ids),
-            "rows": len(self._values),
+            "rows": len(self._rep_of),
             "bytes": int(sum(a.nbytes for a in arrays)),
             "plan": self.plan.version,
         }
@@ -243,7 +288,7 @@ class MemIndex:
                 format=np.array(FORMAT),
                 widths=np.array(self.plan.widths),
                 k_max=np.array(self.plan.k_max),
-                values=np.repeat(self._reps, self._group_end - self._group_start),
+                values=np.repeat(self._reps, np.diff(self._offsets)),
                 ids=self._ids,
             )
 
@@ -277,5 +322,6 @@ class MemIndex:
         return index
 
 
+_RUN = np.array([0, 1], dtype=np.uint64)  # a directory slot and the next: a run's bounds
 _EMPTY_I64 = np.empty(0, np.int64)
 _EMPTY_U8 = np.empty(0, np.uint8)

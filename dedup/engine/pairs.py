@@ -90,10 +90,20 @@ def _representative_pairs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(reps)
     found_a, found_b, found_d = [], [], []
+    number_bits = max(1, (n - 1).bit_length())
     for t in range(plan.table_count):
         keys = plan.keys(reps, t)
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
+        if plan.key_bits[t] + number_bits <= 64:
+            # The stable argsort's order, from one in-place sort of (key, position) packed.
+            keys <<= np.uint64(number_bits)
+            keys |= np.arange(n, dtype=np.uint64)
+            keys.sort()
+            order = (keys & np.uint64((1 << number_bits) - 1)).astype(np.int64)
+            keys >>= np.uint64(number_bits)
+            sorted_keys = keys
+        else:
+            order = np.argsort(keys, kind="stable")
+            sorted_keys = keys[order]
         new_group = np.ones(n, dtype=bool)
         new_group[1:] = sorted_keys[1:] != sorted_keys[:-1]
         group = np.cumsum(new_group) - 1

@@ -34,7 +34,8 @@ class PlanCost:
     key_bits: tuple[int, ...]  # key width of each table
     expected_bucket: float  # fingerprints sharing a query's key, per table, on average
     expected_candidates: float  # fingerprints a query compares, over all tables
-    memory_bytes: int  # in-memory index: 8-byte fingerprint + 4-byte row per table row
+    memory_bytes: int  # in-memory index: the build's peak above its inputs (see `memory`)
+    index_bytes: int = 0  # in-memory index: what stays resident once built
 
     def describe(self) -> str:
         """Return the cost in one line."""
@@ -42,7 +43,8 @@ class PlanCost:
             f"{self.tables} tables, {self.rows:,} rows, {min(self.key_bits)}-{max(self.key_bits)}"
             f"-bit keys, ~{self.expected_bucket:,.1f} per bucket, "
             f"~{self.expected_candidates:,.1f} candidates per query, "
-            f"{self.memory_bytes / 2**20:,.0f} MiB in memory"
+            f"{self.memory_bytes / 2**20:,.0f} MiB to build in memory "
+            f"({self.index_bytes / 2**20:,.0f} MiB held)"
         )
 
 
@@ -133,13 +135,50 @@ class Plan:
         """Return the key of every fingerprint in every table, uint64 (tables, n), or in one
         table, uint64 (n,): a table's key blocks, concatenated from the highest bits down."""
         values = np.asarray(values, dtype=np.uint64).reshape(-1)
-        src, mask, dst = self.key_shifts
-        tables = range(self.table_count) if table is None else (table,)
-        out = np.zeros((len(tables), len(values)), dtype=np.uint64)
-        for row, t in enumerate(tables):
-            for shift, bits, place in zip(src[t], mask[t], dst[t], strict=True):
-                out[row] |= ((values >> shift) & bits) << place
+        if len(values) == 1:  # one query: Python's integers beat numpy's per-call cost
+            value, out = int(values[0]), []
+            for blocks in (
+                self._key_blocks if table is None else self._key_blocks[table : table + 1]
+            ):
+                key = 0
+                for shift, bits, place in blocks:
+                    key |= ((value >> shift) & bits) << place
+                out.append(key)
+            keys = np.array(out, dtype=np.uint64)[:, None]
+            return keys if table is None else keys[0]
+        if table is None:
+            columns = self._key_columns
+        else:
+            src, mask, dst = (a[table : table + 1] for a in self.key_shifts)
+            columns = [
+                (src[:, j, None], mask[:, j, None], dst[:, j, None]) for j in range(len(src[0]))
+            ]
+        # One step per key block, over every table at once: (tables, n) for each.
+        out = None
+        for shift, bits, place in columns:
+            block = values[None, :] >> shift
+            block &= bits
+            block <<= place
+            if out is None:
+                out = block
+            else:
+                out |= block
         return out if table is None else out[0]
+
+    @cached_property
+    def _key_blocks(self) -> list[list[tuple[int, int, int]]]:
+        """Return, per table, each key block's (source shift, mask, place) as Python ints."""
+        return [
+            [(int(s), int(m), int(d)) for s, m, d in zip(*row, strict=True)]
+            for row in zip(*self.key_shifts, strict=True)
+        ]
+
+    @cached_property
+    def _key_columns(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Return, for each key block, its (source shift, mask, place) over the tables, as
+        columns (tables, 1): the key function, ready to broadcast."""
+        src, mask, dst = self.key_shifts
+        return [(src[:, j, None], mask[:, j, None], dst[:, j, None]) for j in range(len(src[0]))]
 
     def key(self, value: int, table: int) -> int:
         """Return one fingerprint's key in one table, as a Python int."""
@@ -148,6 +187,7 @@ class Plan:
     def cost(self, n: int) -> PlanCost:
         """Return what the plan costs for n evenly spread fingerprints."""
         buckets = [n / 2**bits for bits in self.key_bits]
+        held, peak = memory(n, self.key_bits)
         return PlanCost(
             n=n,
             tables=self.table_count,
@@ -155,7 +195,8 @@ class Plan:
             key_bits=self.key_bits,
             expected_bucket=sum(buckets) / len(buckets),
             expected_candidates=sum(buckets),
-            memory_bytes=n * self.table_count * 12,
+            memory_bytes=peak,
+            index_bytes=held,
         )
 
 
@@ -173,16 +214,42 @@ class Choice:
             f"n={self.cost.n:,}, k_max={self.plan.k_max}: chose {self.plan.blocks} blocks "
             f"({self.plan.version}): {self.cost.describe()}",
             "",
-            "blocks | tables | rows | key bits | candidates/query | memory MiB | verdict",
+            "blocks | tables | rows | key bits | candidates/query | build peak MiB | verdict",
         ]
         for plan, cost, verdict in self.considered:
             lines.append(
                 f"{plan.blocks:>6} | {cost.tables:>6,} | {cost.rows:>14,} | "
                 f"{min(cost.key_bits)}-{max(cost.key_bits):<4} | "
-                f"{cost.expected_candidates:>16,.1f} | {cost.memory_bytes / 2**20:>10,.0f} | "
+                f"{cost.expected_candidates:>16,.1f} | {cost.memory_bytes / 2**20:>14,.0f} | "
                 f"{verdict}"
             )
         return "\n".join(lines)
+
+
+# A build's chunked temporaries (memindex.CHUNK rows at a time) and the allocator's slack.
+BUILD_SLACK = 8 * 2**20
+
+
+def directory_bits(n: int, key_bits: int) -> int:
+    """Return the width of a table's directory for n stored fingerprints: the top bits of the
+    key, about two to four fingerprints per slot, at most the key."""
+    return min(key_bits, max(8, n.bit_length() - 2))
+
+
+def memory(n: int, key_bits: tuple[int, ...]) -> tuple[int, int]:
+    """Return the bytes an in-memory index of n distinct fingerprints holds once built, and the
+    peak of building it above its inputs (dedup.engine.memindex, whose layout this mirrors).
+
+    Held: each fingerprint (8 bytes) and its id (8), where its ids start (4), whether each is
+    alive (1); per table a row number (4) and the directory (4 per slot). Rows and offsets are 8
+    bytes from 2^31 fingerprints on. Building adds one 8-byte scratch array (a table's packed
+    keys, sorted in place) to what is held, and a few MiB of chunked temporaries (BUILD_SLACK);
+    sorting the input (24 bytes each) peaks lower.
+    """
+    small = 4 if n < 2**31 else 8
+    directory = sum((1 << directory_bits(n, bits)) + 1 for bits in key_bits) * small
+    held = n * (8 + 8 + small + 1) + n * len(key_bits) * small + directory
+    return held, max(held + 8 * n, 24 * n) + BUILD_SLACK
 
 
 # Cost model of one query, in comparable units: a table probe costs about as much as comparing

@@ -18,6 +18,7 @@ import pytest
 
 CHECKOUT = hashlib.sha1(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:8]
 CHECKOUT += os.environ.get("PYTEST_XDIST_WORKER", "")
+_ENVIRONMENT = dict(os.environ)  # as given, before the names below
 
 
 def _local_postgres() -> bool:
@@ -48,6 +49,7 @@ pytest_plugins = ["tests.workers"]
 ALONE = (
     "tests/faults/",
     "tests/service/test_check_load.py",
+    "tests/service/test_reading_resumed.py",  # a whole large upload read and processed in 180 s
     "tests/service/test_settings_bars.py",
     "tests/service/test_template_flood.py",
     "tests/service/test_webhooks.py",
@@ -70,6 +72,12 @@ def pytest_configure(config):
     import django
 
     django.setup()
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # The controller of a two-process run: its workers start from the environment as given
+        # and name their own database, Redis prefix and directory (with this one's, Django would
+        # read them before their conftest runs).
+        os.environ.clear()
+        os.environ.update(_ENVIRONMENT)
     from django.conf import settings
 
     # WhiteNoise warns on every request when the collected static files' directory is missing.

@@ -127,9 +127,12 @@ def test_a_database_url_may_name_a_unix_socket_directory_and_the_tests_database(
     assert db["TEST"]["NAME"] == "test_x" and db["OPTIONS"] == {}
 
 
-def test_ctrl_c_on_dev_serve_stops_the_embedded_postgresql_too(var):
+@pytest.mark.parametrize("how", ["Ctrl-C", "./dev stop"])
+def test_ctrl_c_on_dev_serve_stops_the_embedded_postgresql_too(var, how):
     """README: "Ctrl-C stops both". pg_ctl starts the server in a session of its own, which a
-    terminal's Ctrl-C (SIGINT to the foreground process group) never reaches: `./dev` stops it."""
+    terminal's Ctrl-C (SIGINT to the foreground process group) never reaches: `./dev` stops it.
+    `./dev stop` (a TERM to a serve running in the background) stops the server, the worker and
+    that PostgreSQL alike (it left the first two running)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -147,8 +150,15 @@ def test_ctrl_c_on_dev_serve_stops_the_embedded_postgresql_too(var):
             assert serve.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.5)
         assert run(var, "-m", "dedup.embedded", "status").returncode == 0
-        os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C sends
+        if how == "Ctrl-C":
+            os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C sends
+        else:
+            subprocess.run(["bash", "dev", "stop"], cwd=ROOT, env=env, capture_output=True)
         serve.wait(60)
+        deadline = time.monotonic() + 30
+        while group_alive(serve.pid):  # the server and the worker (and beat) too
+            assert time.monotonic() < deadline, f"{how} left processes of ./dev serve running"
+            time.sleep(0.5)
         status = run(var, "-m", "dedup.embedded", "status")
         assert status.returncode == 3 and "not running" in status.stdout, log.read_text()
         assert embedded._running_socket_dir(var / "postgres") is None
@@ -156,6 +166,15 @@ def test_ctrl_c_on_dev_serve_stops_the_embedded_postgresql_too(var):
         if serve.poll() is None:
             os.killpg(serve.pid, signal.SIGKILL)
         run(var, "-m", "dedup.embedded", "stop")
+
+
+def group_alive(group: int) -> bool:
+    """Whether a process of the process group `group` is still running."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_the_file_broker_names_a_host_so_kombu_warns_of_none(var):

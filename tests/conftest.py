@@ -50,6 +50,9 @@ ALONE = (
     "tests/faults/",
     "tests/service/test_check_load.py",
     "tests/service/test_reading_resumed.py",  # a whole large upload read and processed in 180 s
+    "tests/service/test_twin_uploads.py",  # two 600-row uploads at once (in two processes its
+    # worker received no task within 240 s in three runs out of three: not understood yet)
+    "tests/service/test_upload_chunks.py",  # watches a 300-row upload's progress move
     "tests/service/test_settings_bars.py",
     "tests/service/test_template_flood.py",
     "tests/service/test_webhooks.py",
